@@ -1,0 +1,13 @@
+"""smolclean-dagster: an LLM agent that writes, tests and ships pandas cleaning modules, as Dagster assets.
+
+Example:
+    >>> from smolclean_dagster import DatasetSettings, build_defs
+    >>> defs = build_defs(DatasetSettings(name="customers", workdir="smolclean-work"))
+"""
+
+from .core.errors import SmolcleanError
+from .factory import build_defs
+from .resources import SandboxResource
+from .settings import DatasetSettings
+
+__all__ = ["DatasetSettings", "SandboxResource", "SmolcleanError", "build_defs"]

@@ -1,0 +1,252 @@
+"""The learning flow and the cleaning of drops as Dagster assets, one group per dataset.
+
+raw_data -> chunks -> chunk_issues -> chunk_functions -> registry -> validation -> cleaning_module -> cleaned_data
+(per drop)  (per drop) (per chunk)     (per chunk: the agent loop)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+
+from .core.analysts import make_analyst
+from .core.apply import apply_module
+from .core.drops import drop_key, read_drop
+from .core.errors import SmolcleanError
+from .core.export import module_filename, write_module
+from .core.loop import ChunkWork, LoopSettings, run_chunk
+from .core.plan import ChunkPlan, plan_chunks
+from .core.profile import Finding, detect_issues
+from .core.quality import ValidationReport, validate_registry
+from .core.registry import Registry
+from .core.report import write_report
+from .core.steps import ChunkTrace
+from .core.storage import DatasetStore
+from .metadata import frame_preview, findings_metadata, plan_metadata, registry_metadata, trace_metadata, validation_metadata
+from .partitions import chunks_partitions, drops_partitions
+from .resources import SandboxResource
+from .settings import DatasetSettings
+
+LLM_POOL = "smolclean_llm"
+
+
+class ChunkFindings(BaseModel):
+    """The detector findings on one chunk's raw rows."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dataset: str
+    drop: str
+    chunk_id: str
+    rows: int
+    findings: tuple[Finding, ...]
+
+
+def find_drop_file(settings: DatasetSettings, key: str) -> Path:
+    """The file in the dataset's drop folder whose partition key is `key`."""
+    folder = settings.drops_dir
+    candidates = [p for p in folder.glob("*") if p.is_file() and drop_key(p) == key] if folder.is_dir() else []
+    if not candidates:
+        raise SmolcleanError(f"drop {key!r}: no such file in {folder}; put the file there or remove the partition")
+    return candidates[0]
+
+
+def locate_chunk(store: DatasetStore, chunk: str) -> ChunkPlan:
+    """The plan of the drop that holds chunk `chunk`."""
+    for plan in store.models("chunks", ChunkPlan):
+        if chunk in plan.selected:
+            return plan
+    raise SmolcleanError(f"chunk {chunk!r} of {store.dataset!r}: no drop plan holds it; materialize the drop's chunks first")
+
+
+def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
+    """Every asset and check of one dataset, keys prefixed by its name."""
+    name = s.name
+    drops, chunk_parts = drops_partitions(name), chunks_partitions(name)
+    store = DatasetStore(s.storage_dir, name)
+    frames, records = f"{name}_frames", f"{name}_records"
+
+    def key(asset: str) -> dg.AssetKey:
+        return dg.AssetKey([name, asset])
+
+    @dg.asset(key=key("raw_data"), partitions_def=drops, io_manager_key=frames, group_name=name, kinds={"pandas"})
+    def raw_data(context: dg.AssetExecutionContext) -> pd.DataFrame:
+        """The drop as read raw: every cell a string exactly as written."""
+        path = find_drop_file(s, context.partition_key)
+        df = read_drop(path)
+        context.add_output_metadata(
+            {
+                "source": dg.MetadataValue.path(str(path)),
+                "rows": dg.MetadataValue.int(len(df)),
+                "columns": dg.MetadataValue.text(", ".join(df.columns)),
+                "preview": frame_preview(df),
+            }
+        )
+        return df
+
+    @dg.asset(
+        key=key("chunks"), partitions_def=drops, io_manager_key=records, group_name=name,
+        ins={"raw_data": dg.AssetIn(key("raw_data"))},
+    )
+    def chunks(context: dg.AssetExecutionContext, raw_data: pd.DataFrame) -> ChunkPlan:
+        """Held-out rows, the drop's chunks, and the chunks chosen for the analyst (registered as partitions)."""
+        plan = plan_chunks(
+            raw_data, dataset=name, drop=context.partition_key, chunk_size=s.chunk_size,
+            budget=s.chunk_budget, holdout_fraction=s.holdout_fraction,
+        )
+        new = [c for c in plan.selected if not context.instance.has_dynamic_partition(chunk_parts.name, c)]
+        if new:
+            context.instance.add_dynamic_partitions(chunk_parts.name, new)
+        context.add_output_metadata(plan_metadata(plan))
+        return plan
+
+    @dg.asset(key=key("chunk_issues"), partitions_def=chunk_parts, io_manager_key=records, group_name=name,
+              deps=[key("chunks")])
+    def chunk_issues(context: dg.AssetExecutionContext) -> ChunkFindings:
+        """What the detectors find in the chunk's raw rows (held-out rows excluded)."""
+        plan = locate_chunk(store, context.partition_key)
+        rows = plan.chunk_rows(store.load_frame("raw_data", plan.drop), context.partition_key)
+        findings = detect_issues(rows)
+        context.add_output_metadata(findings_metadata(findings))
+        return ChunkFindings(dataset=name, drop=plan.drop, chunk_id=context.partition_key, rows=len(rows),
+                             findings=tuple(findings))
+
+    @dg.asset(key=key("chunk_functions"), partitions_def=chunk_parts, io_manager_key=records, group_name=name,
+              ins={"chunk_issues": dg.AssetIn(key("chunk_issues"))}, pool=LLM_POOL)
+    def chunk_functions(
+        context: dg.AssetExecutionContext, smolclean_sandbox: SandboxResource, chunk_issues: ChunkFindings
+    ) -> ChunkTrace:
+        """The agent loop on one chunk: functions proposed, checked in the sandbox, accepted or rejected."""
+        plan = locate_chunk(store, context.partition_key)
+        df = store.load_frame("raw_data", plan.drop)
+        work = ChunkWork(
+            dataset=name, drop=plan.drop, chunk_id=context.partition_key,
+            rows=plan.chunk_rows(df, context.partition_key), holdout=plan.holdout_rows(df),
+            reference=plan.visible_rows(df),
+        )
+        sandbox = smolclean_sandbox.get()
+        steps = []
+        for step in run_chunk(work, make_analyst(s.analyst_kind, model=s.model), store.registry, sandbox, _loop_settings(s)):
+            context.log.info(f"{context.partition_key}: {step.kind} {step.model_dump(exclude={'code', 'issues'})}")
+            steps.append(step)
+        trace = ChunkTrace(dataset=name, drop=plan.drop, chunk_id=context.partition_key, rows=len(work.rows),
+                           steps=tuple(steps))
+        context.add_output_metadata({**trace_metadata(trace), "sandbox": dg.MetadataValue.text(sandbox.level.describe())})
+        return trace
+
+    @dg.asset(key=key("registry"), io_manager_key=records, group_name=name, deps=[key("chunk_functions")])
+    def registry(context: dg.AssetExecutionContext) -> Registry:
+        """The published registry: every accepted function in order, with provenance and evidence."""
+        current = store.registry.load()
+        try:
+            previous = store.load_model("registry", Registry)
+        except SmolcleanError:
+            previous = None
+        context.add_output_metadata(registry_metadata(current, previous))
+        return current
+
+    @dg.asset(key=key("validation"), io_manager_key=records, group_name=name,
+              ins={"registry": dg.AssetIn(key("registry"))})
+    def validation(
+        context: dg.AssetExecutionContext, smolclean_sandbox: SandboxResource, registry: Registry
+    ) -> ValidationReport:
+        """The module run on held-out rows of every learned drop: blocking checks and quality before/after."""
+        frames = [plan.holdout_rows(store.load_frame("raw_data", plan.drop)) for plan in store.models("chunks", ChunkPlan)]
+        frames = [f for f in frames if len(f)]
+        holdout = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        sandbox = smolclean_sandbox.get()
+        report = validate_registry(registry, holdout, sandbox)
+        context.add_output_metadata({**validation_metadata(report), "sandbox": dg.MetadataValue.text(sandbox.level.describe())})
+        return report
+
+    @dg.asset(key=key("cleaning_module"), group_name=name,
+              ins={"registry": dg.AssetIn(key("registry")), "validation": dg.AssetIn(key("validation"))})
+    def cleaning_module(registry: Registry, validation: ValidationReport) -> dg.MaterializeResult:
+        """The exported module (with its report): readable, reviewable, runnable without smolclean."""
+        path = write_module(registry, s.module_dir)
+        report = write_report(registry, validation, s.module_dir)
+        source = path.read_text(encoding="utf-8")
+        return dg.MaterializeResult(
+            metadata={
+                "module": dg.MetadataValue.path(str(path)),
+                "report": dg.MetadataValue.path(str(report)),
+                "registry_version": dg.MetadataValue.int(registry.version),
+                "functions": dg.MetadataValue.int(len(registry.entries)),
+                "code": dg.MetadataValue.md(f"```python\n{source}\n```"),
+            }
+        )
+
+    @dg.asset(key=key("cleaned_data"), partitions_def=drops, group_name=name, deps=[key("cleaning_module")])
+    def cleaned_data(context: dg.AssetExecutionContext, smolclean_sandbox: SandboxResource) -> dg.MaterializeResult:
+        """The drop cleaned by the current module, in sandbox batches, written as Parquet."""
+        module = s.module_dir / module_filename(name)
+        if not module.exists():
+            raise SmolcleanError(f"{module}: no cleaning module yet for {name!r}; materialize the learning flow first")
+        src = find_drop_file(s, context.partition_key)
+        out = s.cleaned_dir / f"{src.stem}.parquet"
+        sandbox = smolclean_sandbox.get()
+        result = apply_module(
+            module.read_text(encoding="utf-8"), src, out, sandbox=sandbox, batch_size=s.apply_batch_size,
+            on_batch=lambda n, rows: context.log.info(f"{src.name}: batch {n} done, {rows} rows"),
+        )
+        sample = pd.read_parquet(out).head(5000).astype(object)
+        residual = detect_issues(sample.where(sample.notna(), None))
+        return dg.MaterializeResult(
+            metadata={
+                "output": dg.MetadataValue.path(str(out)),
+                "rows_in": dg.MetadataValue.int(result.rows_in),
+                "rows_out": dg.MetadataValue.int(result.rows_out),
+                "batches": dg.MetadataValue.int(result.batches),
+                "seconds": dg.MetadataValue.float(result.seconds),
+                "module_version": dg.MetadataValue.text(_module_version(module)),
+                "residual_findings": dg.MetadataValue.int(len(residual)),
+                **{f"residual_{k}": v for k, v in findings_metadata(residual).items()},
+                "sandbox": dg.MetadataValue.text(sandbox.level.describe()),
+            }
+        )
+
+    checks = _validation_checks(key("validation"))
+    return [raw_data, chunks, chunk_issues, chunk_functions, registry, validation, cleaning_module, cleaned_data], checks
+
+
+def _validation_checks(validation_key: dg.AssetKey) -> list[dg.AssetChecksDefinition]:
+    """Blocking checks on the validation report: a failing one stops the module from being exported."""
+    out = []
+    for check_name, description in (
+        ("module_compiles", "The module parses and passes the code gate."),
+        ("no_row_lost", "The module returns every held-out row."),
+        ("idempotent", "Cleaning twice gives the same rows as cleaning once."),
+        ("quality_not_worse", "No column has more detector findings after cleaning."),
+    ):
+        out.append(_make_check(validation_key, check_name, description))
+    return out
+
+
+def _make_check(validation_key: dg.AssetKey, check_name: str, description: str) -> dg.AssetChecksDefinition:
+    @dg.asset_check(asset=validation_key, name=check_name, description=description, blocking=True)
+    def _check(validation: ValidationReport) -> dg.AssetCheckResult:
+        try:
+            outcome = validation.check(check_name)
+        except StopIteration:
+            # An earlier check failed so badly that this one could not run (e.g. the module does not compile).
+            failed = next((c for c in validation.checks if not c.passed), None)
+            detail = f"not run: {failed.name} failed" if failed else "not run"
+            return dg.AssetCheckResult(passed=False, metadata={"detail": detail})
+        return dg.AssetCheckResult(passed=outcome.passed, metadata={"detail": outcome.detail})
+
+    return _check
+
+
+def _loop_settings(s: DatasetSettings) -> LoopSettings:
+    return LoopSettings(max_steps=s.max_steps, instructions=s.instructions, timeout_s=s.timeout_s)
+
+
+def _module_version(path: Path) -> str:
+    for line in path.read_text(encoding="utf-8").splitlines()[:10]:
+        if line.startswith("Registry version:"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+

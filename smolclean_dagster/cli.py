@@ -1,0 +1,128 @@
+"""`smolclean`: the command line. Every learning command goes through the Dagster assets on the workdir's instance."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+from .core.errors import SmolcleanError
+
+DEFAULT_WORKDIR = Path("smolclean-work")
+DEMO_FILES = {"customers": "customers.csv", "orders": "orders.jsonl"}
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="smolclean", description=__doc__)
+    p.add_argument("-v", "--verbose", action="store_true", help="log every step")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", help="learn modules for the bundled sample data, offline, and clean it")
+    demo.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
+
+    learn = sub.add_parser("learn", help="learn a cleaning module for a file")
+    learn.add_argument("file", type=Path)
+    learn.add_argument("--name", required=True, help="dataset name (letters, digits, '_')")
+    learn.add_argument("--instructions", default="", help="what you want, as TEXT or @FILE")
+    learn.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
+    learn.add_argument("--chunk-size", type=int, default=None)
+    learn.add_argument("--chunk-budget", type=int, default=None)
+    learn.add_argument("--max-steps", type=int, default=None)
+
+    apply = sub.add_parser("apply", help="clean a file with an exported module (in the sandbox)")
+    apply.add_argument("module", type=Path)
+    apply.add_argument("file", type=Path)
+    apply.add_argument("-o", "--output", type=Path, required=True, help="OUT.parquet (default), OUT.csv or OUT.jsonl")
+    apply.add_argument("--batch-size", type=int, default=50_000)
+
+    ui = sub.add_parser("ui", help="the Dagster UI (and daemon) on a workdir")
+    ui.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
+    ui.add_argument("--port", type=int, default=3000)
+    ui.add_argument("--host", default="127.0.0.1")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        return {"demo": _demo, "learn": _learn, "apply": _apply, "ui": _ui}[args.command](args)
+    except SmolcleanError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _settings(**values: object):
+    from .settings import DatasetSettings
+
+    return DatasetSettings.load(**{k: v for k, v in values.items() if v is not None})
+
+
+def _print_outcome(outcome) -> None:
+    v = outcome.validation
+    print(f"[{outcome.dataset}] {outcome.functions} function(s) learned from {outcome.chunks} chunk(s) of {outcome.drop}")
+    print(f"  module:  {outcome.module}")
+    print(f"  report:  {outcome.report}")
+    print(f"  cleaned: {outcome.cleaned}")
+    print(f"  held-out check: {'passed' if v.passed else 'FAILED'} on {v.holdout_rows} rows, {v.cells_changed} cells changed")
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .learning import learn, workdir_instance
+
+    instance = workdir_instance(args.workdir)
+    sample = resources.files("smolclean_dagster") / "sample_data"
+    for name, filename in DEMO_FILES.items():
+        settings = _settings(name=name, workdir=args.workdir, model=None, analyst="rules")
+        with resources.as_file(sample / filename) as path:
+            _print_outcome(learn(settings, path, instance))
+    print(f"drop folders: {args.workdir / 'drops'}/<dataset>/  (watched by `smolclean ui --workdir {args.workdir}`)")
+    return 0
+
+
+def _learn(args: argparse.Namespace) -> int:
+    from .learning import learn
+
+    settings = _settings(
+        name=args.name, workdir=args.workdir, instructions=args.instructions, chunk_size=args.chunk_size,
+        chunk_budget=args.chunk_budget, max_steps=args.max_steps,
+    )
+    _print_outcome(learn(settings, args.file))
+    return 0
+
+
+def _apply(args: argparse.Namespace) -> int:
+    from .core.apply import apply_module
+    from .sandbox import Sandbox
+
+    if not args.module.is_file():
+        raise SmolcleanError(f"{args.module}: no such module file")
+    with Sandbox() as sandbox:
+        result = apply_module(
+            args.module.read_text(encoding="utf-8"), args.file, args.output, sandbox=sandbox,
+            batch_size=args.batch_size,
+            on_batch=lambda n, rows: print(f"batch {n}: {rows} rows cleaned", file=sys.stderr),
+        )
+    print(f"cleaned {result.rows_in} rows in {result.batches} batch(es) -> {result.output} ({result.seconds:.1f}s)")
+    return 0
+
+
+def _ui(args: argparse.Namespace) -> int:
+    from .learning import workdir_instance
+
+    workdir = args.workdir.resolve()
+    workdir_instance(workdir)
+    env = {**os.environ, "DAGSTER_HOME": str(workdir / "dagster_home"), "SMOLCLEAN_WORKDIR": str(workdir)}
+    print(f"serving the datasets of {workdir} at http://{args.host}:{args.port}")
+    cmd = [sys.executable, "-m", "dagster", "dev", "-m", "smolclean_dagster.location", "-h", args.host, "-p", str(args.port)]
+    return subprocess.call(cmd, env=env)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The framework-free core of smolclean: no dagster import anywhere below this package."""

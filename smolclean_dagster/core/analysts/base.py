@@ -1,0 +1,87 @@
+"""What every analyst sees and answers: the contract between the agent loop and rules or LLM analysts."""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..functions import CleaningFunction
+from ..profile import Finding
+
+
+class Issue(BaseModel):
+    """One problem the analyst sees in the chunk, and whether the registry already solves it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    description: str
+    column: str | None = None
+    solved: bool = False
+
+
+class RegisteredSummary(BaseModel):
+    """What the analyst is told about one accepted function: its name, docstring and columns."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    docstring: str
+    columns: tuple[str, ...] = ()
+
+
+class AnalysisRequest(BaseModel):
+    """Everything the analyst may see for one step of one chunk.
+
+    `chunk` is the chunk AS CLEANED by the registry so far; `reference` is rows of the same drop the
+    analyst may use for whole-column statistics (never the held-out rows); `feedback` is why the previous
+    proposal was rejected, if it was.
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    dataset: str
+    chunk_id: str
+    step: int
+    chunk: pd.DataFrame
+    findings: tuple[Finding, ...] = ()
+    instructions: str = ""
+    registry: tuple[RegisteredSummary, ...] = ()
+    feedback: str | None = None
+    rejected: tuple[str, ...] = Field(default=(), description="names of functions rejected for this chunk")
+    reference: pd.DataFrame | None = None
+
+
+class Usage(BaseModel):
+    """LLM usage for one proposal (all zero for the rules analyst)."""
+
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+
+
+class Proposal(BaseModel):
+    """The analyst's answer for one step: the issues it sees, at most one new function, and a status."""
+
+    model_config = ConfigDict(frozen=True)
+
+    issues: tuple[Issue, ...] = ()
+    function: CleaningFunction | None = None
+    status: Literal["clean", "needs_more_work"] = "needs_more_work"
+    model: str | None = None
+    prompt_hash: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+
+
+class Analyst(Protocol):
+    """Anything that can look at a chunk and propose one cleaning function at a time."""
+
+    name: str
+
+    def propose(self, request: AnalysisRequest) -> Proposal:
+        """Answer one step of the agent loop."""
+        ...

@@ -1,0 +1,88 @@
+"""Detector: rare values one or two typing errors away from a frequent value of a categorical column
+("Premum" beside 120 "Premium"; "birminghxm" beside "birmingham")."""
+
+from __future__ import annotations
+
+import pandas as pd
+from rapidfuzz import process
+from rapidfuzz.distance import Levenshtein
+
+from ..findings import Finding
+from .cells import ColumnValues, top_examples
+
+KIND = "rare_variants"
+
+#: A column is categorical when it has at most this many distinct values per cell.
+MAX_DISTINCT_SHARE = 0.1
+#: A frequent value has at least this many cells, and this many times the cells of its rare variant.
+MIN_FREQUENT_CELLS = 3
+MIN_FREQUENCY_RATIO = 3
+#: A rare value holds at most this share of the cells (or 2 cells): two real categories can both be
+#: common and one letter apart ("Basic", "Basics"), typos are not common.
+MAX_RARE_SHARE = 0.02
+#: Shorter words are too close to each other by nature ("cat", "car") to call one a typo of another.
+MIN_LENGTH = 5
+#: Edits allowed per character (at least one): 1 edit up to 13 characters, 2 up to 19, ...
+EDITS_PER_CHAR = 0.15
+#: Bound the fuzzy matching work on very wide vocabularies.
+MAX_RARE_VALUES = 2000
+
+
+def detect(column: ColumnValues) -> Finding | None:
+    """Find rare spellings close to a frequent one; params map each to the frequent spelling.
+
+    Values holding digits are never matched: in codes ("scip-card-2", "AA-3859") one character is a
+    different thing, not a typo.
+
+    Example:
+        >>> col = ColumnValues.of("plan", pd.Series(["Premium"] * 6 + ["Premum", "Basic", "Basic"]))
+        >>> detect(col).params
+        {'mapping': {'Premum': 'Premium'}}
+    """
+    mapping = variant_mapping(column.meaningful)
+    if not mapping:
+        return None
+    variants = column.meaningful[list(mapping)]
+    n = int(variants.sum())
+    return Finding(
+        kind=KIND,
+        column=column.name,
+        count=n,
+        message=(
+            f"{n} cells of {column.name!r} hold {len(mapping)} rare spelling(s) close to a frequent value "
+            f"(e.g. {next(iter(mapping))!r} -> {mapping[next(iter(mapping))]!r})"
+        ),
+        examples=top_examples(variants),
+        params={"mapping": mapping},
+    )
+
+
+def variant_mapping(values: pd.Series) -> dict[str, str]:
+    """From value->cells counts: {rare spelling: frequent spelling}, chains resolved, sorted by key."""
+    total = int(values.sum())
+    if total == 0 or len(values) > max(MIN_FREQUENT_CELLS, MAX_DISTINCT_SHARE * total):
+        return {}
+    words = pd.Series(values.index, dtype=object)
+    eligible = (words.str.len() >= MIN_LENGTH) & ~words.str.contains(r"\d", regex=True)
+    eligible &= words.str.contains(r"[^\W\d_]", regex=True)
+    ranked = pd.DataFrame({"value": words[eligible].to_numpy(), "n": values.to_numpy()[eligible.to_numpy()]})
+    ranked = ranked.sort_values(["n", "value"], ascending=[False, True], kind="stable")
+    frequent = ranked[ranked["n"] >= MIN_FREQUENT_CELLS]
+    if frequent.empty:
+        return {}
+    choices = [v.casefold() for v in frequent["value"]]
+    targets: dict[str, str] = {}
+    rare_cells = (ranked["n"] <= max(2, MAX_RARE_SHARE * total)) & (ranked["n"] * MIN_FREQUENCY_RATIO <= ranked["n"].max())
+    rare = ranked[rare_cells].tail(MAX_RARE_VALUES)
+    for value, n in zip(rare["value"], rare["n"]):
+        allowed = max(1, int(len(value) * EDITS_PER_CHAR))
+        limit = int((frequent["n"] >= n * MIN_FREQUENCY_RATIO).sum())  # choices are sorted by cells
+        match = process.extractOne(value.casefold(), choices[:limit], scorer=Levenshtein.distance, score_cutoff=allowed)
+        if match is not None and match[1] > 0:
+            targets[value] = frequent["value"].iloc[match[2]]
+    resolved = {}
+    for value, target in targets.items():
+        while target in targets:  # counts grow along a chain, so it ends
+            target = targets[target]
+        resolved[value] = target
+    return dict(sorted(resolved.items()))

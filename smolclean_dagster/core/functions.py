@@ -1,0 +1,78 @@
+"""CleaningFunction: one reviewed unit of cleaning code, and the facts read off its source."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class CleaningFunction(BaseModel):
+    """One function `def name(df: pd.DataFrame) -> pd.DataFrame` with the imports it needs.
+
+    `code` is the complete source: optional top-level `import` lines followed by exactly one top-level
+    function whose docstring says what it fixes. `columns` lists the columns it touches.
+
+    Example:
+        >>> f = CleaningFunction.from_code('''
+        ... def strip_name(df):
+        ...     \"\"\"Strip whitespace around `name`.\"\"\"
+        ...     df = df.copy()
+        ...     df["name"] = df["name"].str.strip()
+        ...     return df
+        ... ''', columns=["name"])
+        >>> f.name
+        'strip_name'
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    code: str
+    docstring: str = ""
+    columns: tuple[str, ...] = Field(default_factory=tuple)
+
+    @classmethod
+    def from_code(cls, code: str, *, columns: list[str] | tuple[str, ...] = ()) -> CleaningFunction:
+        """Build a CleaningFunction from source, reading the name and docstring off the code.
+
+        Raises SyntaxError when the code does not parse and ValueError when it has no top-level function;
+        the sandbox gate gives the fuller, model-facing verdict.
+        """
+        code = code.strip("\n") + "\n"
+        tree = ast.parse(code)
+        defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+        if not defs:
+            raise ValueError("the code defines no top-level function")
+        fn = defs[-1]
+        return cls(name=fn.name, code=code, docstring=ast.get_docstring(fn) or "", columns=tuple(columns))
+
+    @property
+    def code_hash(self) -> str:
+        """A short content hash of the code, stable across runs."""
+        return hashlib.sha256(self.code.encode()).hexdigest()[:12]
+
+    @property
+    def summary(self) -> str:
+        """The first line of the docstring: what the function fixes, for prompts and reports."""
+        return (self.docstring.strip().splitlines() or [self.name])[0]
+
+
+def split_imports(code: str) -> tuple[list[str], str]:
+    """Split a function's source into its top-level import lines and the rest (the function itself).
+
+    Only top-level imports move: an import inside the function body stays where it is, so hoisting
+    never changes what the function sees.
+    """
+    tree = ast.parse(code)
+    lines = code.splitlines()
+    imports: list[str] = []
+    skip: set[int] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            end = node.end_lineno or node.lineno
+            imports.append("\n".join(lines[node.lineno - 1 : end]).strip())
+            skip.update(range(node.lineno - 1, end))
+    body = "\n".join(line for i, line in enumerate(lines) if i not in skip).strip("\n") + "\n"
+    return imports, body

@@ -1,0 +1,133 @@
+"""Validation of a whole registry on held-out rows: the module's blocking checks and quality before/after."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+
+from .export import render_module
+from .profile import detect_issues
+from .registry import Registry
+from .validate import CodeRunner, changed_cells, frames_equal
+
+
+class ColumnQuality(BaseModel):
+    """Detector findings (cells affected) in one column before and after cleaning."""
+
+    model_config = ConfigDict(frozen=True)
+
+    column: str
+    before: int
+    after: int
+
+
+class CheckOutcome(BaseModel):
+    """One blocking check: passed or not, and what was seen."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    passed: bool
+    detail: str
+
+
+class ValidationReport(BaseModel):
+    """The registry's module run on held-out rows it was never shown."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dataset: str
+    registry_version: int
+    holdout_rows: int
+    cells_changed: int
+    checks: tuple[CheckOutcome, ...]
+    quality: tuple[ColumnQuality, ...]
+
+    def check(self, name: str) -> CheckOutcome:
+        return next(c for c in self.checks if c.name == name)
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+
+def _issue_counts(df: pd.DataFrame) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for f in detect_issues(df):
+        counts[f.column] += f.count
+    return counts
+
+
+def validate_registry(
+    registry: Registry, holdout: pd.DataFrame, runner: CodeRunner, *, timeout_s: float = 60.0
+) -> ValidationReport:
+    """Run the exported module on `holdout` and check it: compiles and passes the gate, keeps every row,
+    is idempotent, and leaves no column with more detector findings than before.
+
+    Example:
+        >>> report = validate_registry(registry, holdout_rows, sandbox)   # doctest: +SKIP
+        >>> report.passed                                                 # doctest: +SKIP
+        True
+    """
+    from .sandbox import SandboxError, check_module
+
+    source = render_module(registry)
+    checks: list[CheckOutcome] = []
+    try:
+        check_module(source)
+        checks.append(CheckOutcome(name="module_compiles", passed=True, detail="parses and passes the code gate"))
+    except (SyntaxError, SandboxError) as exc:
+        checks.append(CheckOutcome(name="module_compiles", passed=False, detail=str(exc)))
+        return ValidationReport(
+            dataset=registry.dataset, registry_version=registry.version, holdout_rows=len(holdout),
+            cells_changed=0, checks=tuple(checks), quality=(),
+        )
+    try:
+        once = runner.run(source, holdout, entry="clean", module=True, timeout_s=timeout_s)
+        twice = runner.run(source, once, entry="clean", module=True, timeout_s=timeout_s)
+    except SandboxError as exc:
+        checks.append(CheckOutcome(name="module_runs", passed=False, detail=f"{type(exc).__name__}: {exc}"))
+        return ValidationReport(
+            dataset=registry.dataset, registry_version=registry.version, holdout_rows=len(holdout),
+            cells_changed=0, checks=tuple(checks), quality=(),
+        )
+    checks.append(
+        CheckOutcome(
+            name="no_row_lost",
+            passed=len(once) == len(holdout),
+            detail=f"{len(holdout)} held-out rows in, {len(once)} out",
+        )
+    )
+    idem = frames_equal(once, twice)
+    checks.append(
+        CheckOutcome(
+            name="idempotent",
+            passed=idem,
+            detail="clean(clean(rows)) == clean(rows)" if idem else "a second clean() changed the rows again",
+        )
+    )
+    before, after = _issue_counts(holdout), _issue_counts(once)
+    quality = tuple(
+        ColumnQuality(column=c, before=before.get(c, 0), after=after.get(c, 0))
+        for c in holdout.columns
+        if before.get(c, 0) or after.get(c, 0)
+    )
+    worse = [q.column for q in quality if q.after > q.before]
+    checks.append(
+        CheckOutcome(
+            name="quality_not_worse",
+            passed=not worse,
+            detail=f"more findings after cleaning in {worse}" if worse else "no column has more findings after cleaning",
+        )
+    )
+    cells = int(changed_cells(holdout, once).to_numpy().sum()) if len(once) == len(holdout) else 0
+    return ValidationReport(
+        dataset=registry.dataset,
+        registry_version=registry.version,
+        holdout_rows=len(holdout),
+        cells_changed=cells,
+        checks=tuple(checks),
+        quality=quality,
+    )

@@ -1,0 +1,196 @@
+"""The registry: the ordered list of accepted cleaning functions with provenance, stored as JSON.
+
+Writes are atomic (temporary file, fsync, rename) and serialised by a lock file, so a crash never
+leaves a half-written registry and concurrent chunk steps never lose or duplicate an entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import RegistryError
+from .functions import CleaningFunction
+
+
+class Provenance(BaseModel):
+    """Where an accepted function came from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    drop: str
+    chunk: str
+    step: int
+    analyst: str
+    model: str | None = None
+    prompt_hash: str | None = None
+
+
+class Example(BaseModel):
+    """One cell before and after a function ran."""
+
+    model_config = ConfigDict(frozen=True)
+
+    column: str
+    before: str | None
+    after: str | None
+
+
+class Evidence(BaseModel):
+    """What validation saw when the function was accepted."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rows_checked: int = 0
+    holdout_rows: int = 0
+    cells_changed: int = 0
+    columns_changed: tuple[str, ...] = ()
+    examples: tuple[Example, ...] = ()
+
+
+class RegistryEntry(BaseModel):
+    """One accepted function with its provenance and validation evidence."""
+
+    model_config = ConfigDict(frozen=True)
+
+    function: CleaningFunction
+    provenance: Provenance
+    evidence: Evidence = Field(default_factory=Evidence)
+
+
+class Registry(BaseModel):
+    """The versioned, ordered list of accepted functions for one dataset.
+
+    Example:
+        >>> reg = Registry(dataset="customers")
+        >>> reg.version, len(reg.entries)
+        (0, 0)
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    dataset: str
+    version: int = 0
+    updated_at: str = ""
+    entries: tuple[RegistryEntry, ...] = ()
+
+    @property
+    def functions(self) -> list[CleaningFunction]:
+        return [e.function for e in self.entries]
+
+    def names(self) -> set[str]:
+        return {e.function.name for e in self.entries}
+
+    def with_entry(self, entry: RegistryEntry) -> Registry:
+        """A new version with `entry` appended; an identical function is not added twice.
+
+        A name already taken by different code gets a numeric suffix, so module names stay unique.
+        """
+        if any(e.function.code_hash == entry.function.code_hash for e in self.entries):
+            return self
+        entry = _unique_name(entry, self.names())
+        return self.model_copy(
+            update={"entries": (*self.entries, entry), "version": self.version + 1, "updated_at": _now()}
+        )
+
+    def with_entries(self, entries: list[RegistryEntry]) -> Registry:
+        """A new version holding exactly `entries` (consolidation); unchanged entries keep the version."""
+        if tuple(entries) == self.entries:
+            return self
+        return self.model_copy(update={"entries": tuple(entries), "version": self.version + 1, "updated_at": _now()})
+
+
+def _unique_name(entry: RegistryEntry, taken: set[str]) -> RegistryEntry:
+    name = entry.function.name
+    if name not in taken:
+        return entry
+    n = 2
+    while f"{name}_{n}" in taken:
+        n += 1
+    new = f"{name}_{n}"
+    code = entry.function.code.replace(f"def {name}(", f"def {new}(", 1)
+    fn = entry.function.model_copy(update={"name": new, "code": code})
+    return entry.model_copy(update={"function": fn})
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` so readers see the old file or the new one, never a part of either."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+class RegistryStore:
+    """The registry of one dataset on disk: load, save and locked read-modify-write.
+
+    Example:
+        >>> store = RegistryStore(Path("work/registry.json"), dataset="customers")   # doctest: +SKIP
+        >>> store.update(lambda reg: reg.with_entry(entry))                          # doctest: +SKIP
+    """
+
+    def __init__(self, path: Path | str, dataset: str):
+        self.path = Path(path)
+        self.dataset = dataset
+
+    def load(self) -> Registry:
+        if not self.path.exists():
+            return Registry(dataset=self.dataset)
+        try:
+            reg = Registry.model_validate_json(self.path.read_text(encoding="utf-8"))
+        except (ValidationError, ValueError) as exc:
+            raise RegistryError(
+                f"{self.path}: the registry file is not valid ({exc.__class__.__name__}); "
+                "restore it from version control or delete it to start over"
+            ) from exc
+        if reg.dataset != self.dataset:
+            raise RegistryError(f"{self.path}: holds dataset {reg.dataset!r}, expected {self.dataset!r}")
+        return reg
+
+    def save(self, registry: Registry) -> None:
+        write_atomic(self.path, dump_registry(registry))
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the registry's lock file (across processes) for a read-modify-write."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_suffix(".lock"), "a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def update(self, change: Callable[[Registry], Registry]) -> Registry:
+        """Apply `change` to the stored registry under the lock and store the result if it changed."""
+        with self.locked():
+            before = self.load()
+            after = change(before)
+            if after is not before:
+                self.save(after)
+            return after
+
+
+def dump_registry(registry: Registry) -> str:
+    """The registry as stable, readable JSON (same registry, same bytes)."""
+    return json.dumps(registry.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -1,0 +1,79 @@
+"""Typed records of the agent loop: one model per kind of step, streamed by the loop and rendered by callers."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .analysts.base import Issue, Usage
+from .registry import Evidence
+
+
+class ProposalStep(BaseModel):
+    """The analyst looked at the chunk (as cleaned so far) and answered."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["proposal"] = "proposal"
+    step: int
+    findings: int = Field(description="detector findings on the chunk as cleaned so far")
+    issues: tuple[Issue, ...] = ()
+    status: str
+    function_name: str | None = None
+    code: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    seconds: float = 0.0
+
+
+class VerdictStep(BaseModel):
+    """A proposed function was checked: accepted into the registry or rejected with a reason."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["verdict"] = "verdict"
+    step: int
+    function_name: str
+    accepted: bool
+    reason: str
+    evidence: Evidence | None = None
+    seconds: float = 0.0
+
+
+class FinalStep(BaseModel):
+    """The chunk is finished, and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["final"] = "final"
+    step: int
+    reason: Literal["clean", "no_findings", "max_steps"]
+    accepted: tuple[str, ...] = ()
+    residual_findings: int = 0
+
+
+Step = ProposalStep | VerdictStep | FinalStep
+
+
+class ChunkTrace(BaseModel):
+    """Everything that happened to one chunk: what the Dagster layer stores and renders."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dataset: str
+    drop: str
+    chunk_id: str
+    rows: int
+    steps: tuple[Step, ...] = ()
+
+    @property
+    def accepted(self) -> list[str]:
+        return [s.function_name for s in self.steps if isinstance(s, VerdictStep) and s.accepted]
+
+    @property
+    def usage(self) -> Usage:
+        total = Usage()
+        for s in self.steps:
+            if isinstance(s, ProposalStep):
+                total = Usage(**{k: getattr(total, k) + getattr(s.usage, k) for k in Usage.model_fields})
+        return total

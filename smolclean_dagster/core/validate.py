@@ -1,0 +1,167 @@
+"""Acceptance checks for candidate functions, and the cell comparisons validation is built on.
+
+Every check runs the code in the sandbox; a failed check is a reason the model (or rule) can act on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import pandas as pd
+
+from .functions import CleaningFunction
+from .profile import is_null_token
+from .registry import Evidence, Example
+
+
+class CodeRunner(Protocol):
+    """The slice of the sandbox the core needs: run untrusted code on a frame, elsewhere."""
+
+    def run(
+        self, code: str, df: pd.DataFrame, *, entry: str | None = None, timeout_s: float = 10.0, module: bool = False
+    ) -> pd.DataFrame: ...
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of checking one candidate: accepted with evidence, or rejected with a reason."""
+
+    accepted: bool
+    reason: str
+    evidence: Evidence | None = None
+
+
+def as_text(df: pd.DataFrame) -> pd.DataFrame:
+    """The frame with every cell as text or None, so frames of any dtype compare cell by cell."""
+    out = {}
+    for col in df.columns:
+        s = df[col]
+        values = s.astype(object).where(s.notna(), None)
+        out[col] = [v if v is None or isinstance(v, str) else _scalar_text(v) for v in values]
+    return pd.DataFrame(out, columns=list(df.columns), dtype=object)
+
+
+def _scalar_text(v: object) -> str:
+    if isinstance(v, (float, np.floating)) and float(v).is_integer():
+        return str(int(v)) if abs(float(v)) < 1e15 else str(v)
+    return str(v)
+
+
+def changed_cells(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
+    """A boolean frame over the columns both share: True where the cell's text differs."""
+    cols = [c for c in before.columns if c in after.columns]
+    b = as_text(before[cols]).reset_index(drop=True)
+    a = as_text(after[cols]).reset_index(drop=True)
+    diff = ~((b == a) | (b.isna() & a.isna()))
+    return diff.astype(bool)
+
+
+def frames_equal(left: pd.DataFrame, right: pd.DataFrame) -> bool:
+    """Same columns, same rows, same cell texts."""
+    if list(left.columns) != list(right.columns) or len(left) != len(right):
+        return False
+    return not changed_cells(left, right).to_numpy().any()
+
+
+def check_candidate(
+    fn: CleaningFunction,
+    chunk: pd.DataFrame,
+    holdout: pd.DataFrame,
+    runner: CodeRunner,
+    *,
+    timeout_s: float = 10.0,
+    allow_row_drops: bool = False,
+) -> Verdict:
+    """Run a candidate on the chunk and on held-out rows, and say whether it may join the registry.
+
+    `chunk` and `holdout` are already cleaned by the registry so far. Sandbox errors propagate to the
+    caller (they are rejections with their own message); failed checks come back as a rejected Verdict.
+    """
+    results = []
+    for label, frame in (("the chunk", chunk), ("the held-out rows", holdout)):
+        if frame.empty:
+            continue
+        out = runner.run(fn.code, frame, entry=fn.name, timeout_s=timeout_s)
+        problem = _row_and_column_problem(frame, out, label, allow_row_drops)
+        if problem:
+            return Verdict(False, problem)
+        again = runner.run(fn.code, out, entry=fn.name, timeout_s=timeout_s)
+        if not frames_equal(out, again):
+            cols = _differing_columns(out, again)
+            return Verdict(
+                False,
+                f"not idempotent on {label}: applying it twice changes column(s) {cols} again; "
+                "make the function leave already-clean values unchanged",
+            )
+        nulled = _new_nulls(frame, out)
+        if nulled:
+            col, value = nulled
+            return Verdict(
+                False,
+                f"turned the non-null value {value!r} in column {col!r} into null on {label}; only null tokens "
+                "(like 'N/A' or 'none') may become null: keep values you cannot fix",
+            )
+        results.append((frame, out))
+    return _evidence_verdict(fn, results, holdout_rows=len(holdout))
+
+
+def _row_and_column_problem(before: pd.DataFrame, after: pd.DataFrame, label: str, allow_drops: bool) -> str | None:
+    if len(after) != len(before) and not (allow_drops and len(after) < len(before)):
+        return f"changed the number of rows on {label} from {len(before)} to {len(after)}; return every row in order"
+    missing = [c for c in before.columns if c not in after.columns]
+    if missing:
+        return f"removed column(s) {missing} on {label}; keep every input column"
+    return None
+
+
+def _differing_columns(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
+    if list(a.columns) != list(b.columns) or len(a) != len(b):
+        return sorted(set(a.columns) ^ set(b.columns)) or list(a.columns)
+    diff = changed_cells(a, b)
+    return [c for c in diff.columns if diff[c].any()]
+
+
+def _new_nulls(before: pd.DataFrame, after: pd.DataFrame) -> tuple[str, str] | None:
+    if len(before) != len(after):
+        return None
+    b = as_text(before).reset_index(drop=True)
+    a = as_text(after).reset_index(drop=True)
+    for col in b.columns:
+        if col not in a.columns:
+            continue
+        became_null = b[col].notna() & a[col].isna()
+        for value in b.loc[became_null, col]:
+            if not is_null_token(value):
+                return col, value
+    return None
+
+
+def _evidence_verdict(
+    fn: CleaningFunction, results: list[tuple[pd.DataFrame, pd.DataFrame]], holdout_rows: int
+) -> Verdict:
+    cells = 0
+    columns: list[str] = []
+    examples: list[Example] = []
+    for before, after in results:
+        diff = changed_cells(before, after)
+        cells += int(diff.to_numpy().sum())
+        b, a = as_text(before).reset_index(drop=True), as_text(after).reset_index(drop=True)
+        for col in diff.columns:
+            if not diff[col].any():
+                continue
+            if col not in columns:
+                columns.append(col)
+            for i in np.flatnonzero(diff[col].to_numpy())[: max(0, 3 - len(examples))]:
+                examples.append(Example(column=col, before=b.at[i, col], after=a.at[i, col]))
+    if cells == 0:
+        return Verdict(False, "made no change on the chunk or the held-out rows; target a problem that is present")
+    evidence = Evidence(
+        rows_checked=sum(len(b) for b, _ in results),
+        holdout_rows=holdout_rows,
+        cells_changed=cells,
+        columns_changed=tuple(columns),
+        examples=tuple(examples),
+    )
+    return Verdict(True, f"changed {cells} cell(s) in {columns}; idempotent; no rows or values lost", evidence)

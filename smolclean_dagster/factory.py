@@ -1,0 +1,46 @@
+"""build_defs(...): Definitions for one or more datasets."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import dagster as dg
+
+from .assets import build_dataset_assets
+from .io_managers import FramesIOManager, RecordsIOManager
+from .resources import SandboxResource
+from .settings import DatasetSettings
+
+
+def build_defs(
+    *datasets: DatasetSettings | Mapping[str, object],
+    sandbox: SandboxResource | None = None,
+) -> dg.Definitions:
+    """Definitions for the learning flow and the cleaning of drops of each dataset.
+
+    Example:
+        >>> from smolclean_dagster import DatasetSettings, build_defs
+        >>> defs = build_defs(DatasetSettings(name="customers", workdir="work"))
+        >>> sorted(k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys())[:2]
+        ['customers/chunk_functions', 'customers/chunk_issues']
+    """
+    settings = [d if isinstance(d, DatasetSettings) else DatasetSettings.load(**dict(d)) for d in datasets]
+    names = [s.name for s in settings]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        from .core.errors import SettingsError
+
+        raise SettingsError(f"setting 'name': dataset(s) {dupes} configured twice; names must be unique")
+    assets: list[dg.AssetsDefinition] = []
+    checks: list[dg.AssetChecksDefinition] = []
+    resources: dict[str, object] = {
+        "smolclean_sandbox": sandbox
+        or SandboxResource(require_strong=any(s.require_strong_sandbox for s in settings)),
+    }
+    for s in settings:
+        a, c = build_dataset_assets(s)
+        assets += a
+        checks += c
+        resources[f"{s.name}_frames"] = FramesIOManager(storage_dir=str(s.storage_dir), dataset=s.name)
+        resources[f"{s.name}_records"] = RecordsIOManager(storage_dir=str(s.storage_dir), dataset=s.name)
+    return dg.Definitions(assets=assets, asset_checks=checks, resources=resources)

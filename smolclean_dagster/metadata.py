@@ -1,0 +1,129 @@
+"""Core objects rendered as Dagster metadata: this is the trace people read in the UI."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from .core.plan import ChunkPlan
+from .core.profile import Finding
+from .core.quality import ValidationReport
+from .core.registry import Registry
+from .core.steps import ChunkTrace, FinalStep, ProposalStep, VerdictStep
+
+
+def _cell(text: object, limit: int = 160) -> str:
+    s = "" if text is None else str(text).replace("|", "\\|").replace("\n", " ")
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def frame_preview(df, rows: int = 5) -> dg.MetadataValue:
+    """The first rows of a frame as a markdown table, every value shown as written."""
+    head = df.head(rows)
+    lines = ["| " + " | ".join(_cell(c, 40) for c in head.columns) + " |", "|" + "---|" * len(head.columns)]
+    lines += ["| " + " | ".join(_cell(repr(v) if v is not None else "null", 40) for v in row) + " |"
+              for row in head.itertuples(index=False)]
+    return dg.MetadataValue.md("\n".join(lines))
+
+
+def findings_metadata(findings: list[Finding]) -> dict[str, dg.MetadataValue]:
+    """The detector findings of a chunk, as a table and a count."""
+    rows = ["| kind | column | cells | message | examples |", "|---|---|---|---|---|"]
+    rows += [
+        f"| {f.kind} | {_cell(f.column)} | {f.count} | {_cell(f.message)} | {_cell(', '.join(map(repr, f.examples)))} |"
+        for f in findings
+    ]
+    return {
+        "findings": dg.MetadataValue.int(len(findings)),
+        "issues": dg.MetadataValue.md("\n".join(rows) if findings else "No issues found."),
+    }
+
+
+def trace_metadata(trace: ChunkTrace) -> dict[str, dg.MetadataValue]:
+    """A chunk's agent loop: every step with its verdict and reason, and the code of each proposal."""
+    lines = [f"### Chunk `{trace.chunk_id}` of `{trace.drop}` ({trace.rows} rows)", ""]
+    table = ["| step | findings | proposed | verdict | reason | seconds |", "|---|---|---|---|---|---|"]
+    verdicts = {s.step: s for s in trace.steps if isinstance(s, VerdictStep)}
+    for s in trace.steps:
+        if isinstance(s, ProposalStep):
+            v = verdicts.get(s.step)
+            verdict = "—" if v is None else ("accepted" if v.accepted else "rejected")
+            reason = v.reason if v else f"analyst says {s.status}"
+            secs = s.seconds + (v.seconds if v else 0.0)
+            table.append(
+                f"| {s.step} | {s.findings} | `{s.function_name or '-'}` | {verdict} | {_cell(reason)} | {secs:.2f} |"
+            )
+    lines += table
+    for s in trace.steps:
+        if isinstance(s, ProposalStep) and s.code:
+            v = verdicts.get(s.step)
+            verdict = "accepted" if v and v.accepted else "rejected"
+            lines += ["", f"#### Step {s.step}: `{s.function_name}` ({verdict})", "", "```python", s.code.rstrip(), "```"]
+            if v and not v.accepted:
+                lines += ["", f"Rejected: {v.reason}"]
+    final = next((s for s in trace.steps if isinstance(s, FinalStep)), None)
+    if final:
+        lines += ["", f"**Finished:** {final.reason} after {final.step} step(s)."]
+    usage = trace.usage
+    rejected = sum(1 for s in trace.steps if isinstance(s, VerdictStep) and not s.accepted)
+    return {
+        "trace": dg.MetadataValue.md("\n".join(lines)),
+        "steps": dg.MetadataValue.int(sum(1 for s in trace.steps if isinstance(s, ProposalStep))),
+        "accepted": dg.MetadataValue.int(len(trace.accepted)),
+        "rejected": dg.MetadataValue.int(rejected),
+        "accepted_functions": dg.MetadataValue.text(", ".join(trace.accepted) or "none"),
+        "finish_reason": dg.MetadataValue.text(final.reason if final else "unfinished"),
+        "llm_calls": dg.MetadataValue.int(usage.calls),
+        "llm_cached_calls": dg.MetadataValue.int(usage.cached_calls),
+        "prompt_tokens": dg.MetadataValue.int(usage.prompt_tokens),
+        "completion_tokens": dg.MetadataValue.int(usage.completion_tokens),
+    }
+
+
+def plan_metadata(plan: ChunkPlan) -> dict[str, dg.MetadataValue]:
+    """Which chunks were chosen for the analyst, and why."""
+    chosen = {c.id: c for c in plan.chunks if c.reason}
+    rows = ["| chunk | rows | reason |", "|---|---|---|"]
+    rows += [f"| `{cid}` | {chosen[cid].start}-{chosen[cid].stop} | {_cell(chosen[cid].reason, 200)} |" for cid in plan.selected]
+    return {
+        "rows": dg.MetadataValue.int(plan.rows),
+        "chunks": dg.MetadataValue.int(len(plan.chunks)),
+        "selected_chunks": dg.MetadataValue.int(len(plan.selected)),
+        "holdout_rows": dg.MetadataValue.int(len(plan.holdout)),
+        "selection": dg.MetadataValue.md("\n".join(rows)),
+    }
+
+
+def registry_metadata(registry: Registry, previous: Registry | None) -> dict[str, dg.MetadataValue]:
+    """The registry's functions, and what changed since the last published version."""
+    rows = ["| # | function | columns | from chunk | analyst | what it fixes |", "|---|---|---|---|---|---|"]
+    for i, e in enumerate(registry.entries, 1):
+        f = e.function
+        rows.append(
+            f"| {i} | `{f.name}` | {_cell(', '.join(f.columns))} | `{e.provenance.chunk}` | "
+            f"{e.provenance.analyst} | {_cell(f.summary)} |"
+        )
+    before = {e.function.name for e in previous.entries} if previous else set()
+    after = {e.function.name for e in registry.entries}
+    diff = [f"+ {n}" for n in sorted(after - before)] + [f"- {n}" for n in sorted(before - after)]
+    return {
+        "version": dg.MetadataValue.int(registry.version),
+        "functions": dg.MetadataValue.int(len(registry.entries)),
+        "registry": dg.MetadataValue.md("\n".join(rows)),
+        "diff": dg.MetadataValue.md("```diff\n" + ("\n".join(diff) or "(no change)") + "\n```"),
+    }
+
+
+def validation_metadata(report: ValidationReport) -> dict[str, dg.MetadataValue]:
+    """Blocking checks and quality before/after on held-out rows."""
+    checks = ["| check | passed | detail |", "|---|---|---|"]
+    checks += [f"| {c.name} | {'yes' if c.passed else 'NO'} | {_cell(c.detail)} |" for c in report.checks]
+    quality = ["| column | findings before | after |", "|---|---|---|"]
+    quality += [f"| {_cell(q.column)} | {q.before} | {q.after} |" for q in report.quality]
+    return {
+        "holdout_rows": dg.MetadataValue.int(report.holdout_rows),
+        "cells_changed": dg.MetadataValue.int(report.cells_changed),
+        "findings_before": dg.MetadataValue.int(sum(q.before for q in report.quality)),
+        "findings_after": dg.MetadataValue.int(sum(q.after for q in report.quality)),
+        "checks": dg.MetadataValue.md("\n".join(checks)),
+        "quality": dg.MetadataValue.md("\n".join(quality)),
+    }

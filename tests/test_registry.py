@@ -1,0 +1,77 @@
+"""The registry: versions, unique names, atomic writes, concurrent writers."""
+
+import json
+import multiprocessing as mp
+
+import pytest
+
+from smolclean_dagster.core.errors import RegistryError
+from smolclean_dagster.core.functions import CleaningFunction
+from smolclean_dagster.core.registry import Provenance, Registry, RegistryEntry, RegistryStore
+
+
+def entry(name: str, body: str = "return df", chunk: str = "c1") -> RegistryEntry:
+    code = f'def {name}(df):\n    """Fix {name}."""\n    {body}\n'
+    return RegistryEntry(
+        function=CleaningFunction.from_code(code, columns=["a"]),
+        provenance=Provenance(drop="d.csv", chunk=chunk, step=1, analyst="rules"),
+    )
+
+
+def test_adding_bumps_version_and_keeps_order(tmp_path):
+    store = RegistryStore(tmp_path / "registry.json", "ds")
+    store.update(lambda r: r.with_entry(entry("first")))
+    reg = store.update(lambda r: r.with_entry(entry("second")))
+    assert reg.version == 2
+    assert [f.name for f in store.load().functions] == ["first", "second"]
+
+
+def test_identical_code_is_not_added_twice_and_name_clashes_get_a_suffix(tmp_path):
+    store = RegistryStore(tmp_path / "registry.json", "ds")
+    store.update(lambda r: r.with_entry(entry("fix")))
+    store.update(lambda r: r.with_entry(entry("fix")))
+    reg = store.update(lambda r: r.with_entry(entry("fix", body="return df.copy()")))
+    assert [f.name for f in reg.functions] == ["fix", "fix_2"]
+    assert "def fix_2(df):" in reg.functions[1].code
+    assert reg.version == 2
+
+
+def test_a_corrupt_registry_file_gives_a_clear_error(tmp_path):
+    path = tmp_path / "registry.json"
+    path.write_text('{"dataset": "ds", "entries": [', encoding="utf-8")
+    with pytest.raises(RegistryError) as err:
+        RegistryStore(path, "ds").load()
+    assert str(path) in str(err.value)
+
+
+def test_writes_leave_no_temporary_files_and_stable_json(tmp_path):
+    store = RegistryStore(tmp_path / "registry.json", "ds")
+    store.update(lambda r: r.with_entry(entry("one")))
+    first = (tmp_path / "registry.json").read_bytes()
+    store.save(store.load())
+    assert (tmp_path / "registry.json").read_bytes() == first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["registry.json", "registry.lock"]
+    assert json.loads(first)["entries"][0]["function"]["name"] == "one"
+
+
+def _add_many(path: str, worker: int) -> None:
+    store = RegistryStore(path, "ds")
+    for i in range(10):
+        store.update(lambda r, i=i: r.with_entry(entry(f"w{worker}_f{i}", chunk=f"c{worker}")))
+
+
+def test_concurrent_writers_lose_nothing(tmp_path):
+    path = str(tmp_path / "registry.json")
+    procs = [mp.get_context("fork").Process(target=_add_many, args=(path, w)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(30)
+    reg = RegistryStore(path, "ds").load()
+    assert len(reg.entries) == 40
+    assert len({f.name for f in reg.functions}) == 40
+    assert reg.version == 40
+
+
+def test_an_empty_registry_is_version_zero():
+    assert Registry(dataset="ds").version == 0
