@@ -4,7 +4,6 @@ raw_data -> chunks -> chunk_issues -> chunk_functions -> registry -> validation 
 (per drop)  (per drop) (per chunk)     (per chunk: the agent loop)
 """
 
-from __future__ import annotations
 
 from pathlib import Path
 

@@ -167,9 +167,20 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
-    df = table.to_pandas()
-    # Parquet has real types; the functions see text like for every other format.
-    return pd.DataFrame({c: df[c].map(_to_text) for c in df.columns}, dtype=object)
+    # Parquet has real types; the functions see text like for every other format. Going through Python
+    # values (not pandas) keeps integers with nulls as "1", not "1.0".
+    return pd.DataFrame(
+        {name: [_parquet_text(v) for v in table.column(name).to_pylist()] for name in table.column_names},
+        dtype=object,
+    )
+
+
+def _parquet_text(value: object) -> object:
+    if isinstance(value, (str, bool, int, float, list, dict)) or value is None:
+        return _to_text(value) if not isinstance(value, (list, dict)) else json.dumps(value, default=str, ensure_ascii=False)
+    if hasattr(value, "isoformat"):
+        return value.isoformat()  # type: ignore[no-any-return]
+    return str(value)
 
 
 @dataclass(frozen=True)

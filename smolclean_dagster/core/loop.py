@@ -143,7 +143,8 @@ def run_chunk(
             if proposal.status == "clean":
                 yield FinalStep(step=step, reason="clean", accepted=tuple(accepted), residual_findings=len(findings))
                 return
-            feedback = "you said the chunk needs more work but proposed no function; propose one function"
+            # a reply the analyst could not use (the model's fault) is shown back to it, and uses up a step
+            feedback = proposal.error or "you said the chunk needs more work but proposed no function; propose one function"
             continue
         started = time.perf_counter()
         holdout = clean_with(registry, work.holdout, runner)

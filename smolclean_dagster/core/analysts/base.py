@@ -58,6 +58,7 @@ class Usage(BaseModel):
 
     calls: int = 0
     cached_calls: int = 0
+    attempts: int = Field(default=0, description="HTTP requests made, retries included (calls + failed attempts)")
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
@@ -75,6 +76,10 @@ class Proposal(BaseModel):
     model: str | None = None
     prompt_hash: str | None = None
     usage: Usage = Field(default_factory=Usage)
+    error: str | None = Field(
+        default=None, description="why the reply could not be used (the model's fault): fed back in the next step"
+    )
+    transcript: str | None = Field(default=None, description="file holding the request and the raw reply, if kept")
 
 
 class Analyst(Protocol):

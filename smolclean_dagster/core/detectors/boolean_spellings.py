@@ -26,16 +26,16 @@ def detect(column: ColumnValues) -> Finding | None:
     Example:
         >>> col = ColumnValues.of("active", pd.Series(["yes", "yes", "no", "Y", "true", "0"]))
         >>> detect(col).params["mapping"]
-        {'0': 'no', 'true': 'yes', 'y': 'yes'}
+        {'0': 'no', 'no': 'no', 'true': 'yes', 'y': 'yes', 'yes': 'yes'}
     """
     values = column.meaningful
     if values.empty:
         return None
-    frame = pd.DataFrame({"value": values.index.astype(str), "n": values.to_numpy()})
-    frame["key"] = frame["value"].str.casefold()
-    frame = frame[frame["key"].isin(SPELLINGS)]
-    if frame["n"].sum() < MIN_BOOLEAN_SHARE * values.sum() or frame["key"].nunique() <= 2:
+    keys = pd.Series(values.index, dtype=object).str.casefold()
+    known = keys.isin(SPELLINGS).to_numpy()
+    if values[known].sum() < MIN_BOOLEAN_SHARE * values.sum() or keys[known].nunique() <= 2:
         return None
+    frame = pd.DataFrame({"value": values.index[known].astype(str), "n": values.to_numpy()[known], "key": keys[known]})
     if frame["key"].str.isdigit().all():
         return None
     frame["pair"] = frame["key"].map(lambda k: SPELLINGS[k][0])
@@ -43,7 +43,6 @@ def detect(column: ColumnValues) -> Finding | None:
     pair = frame.groupby("pair")["n"].sum().sort_values(ascending=False, kind="stable").index[0]
     canonical = {truth: _spelling(frame, pair, truth) for truth in (True, False)}
     mapping = {key: canonical[truth] for key, truth in sorted(zip(frame["key"], frame["truth"]))}
-    mapping = {k: v for k, v in mapping.items() if k != v}
     changed = frame[frame["value"] != frame["truth"].map(canonical)]
     if changed.empty:
         return None

@@ -64,7 +64,7 @@ class ColumnValues:
 
     Example:
         >>> col = ColumnValues.of("city", pd.Series([" Bend", "Bend", "N/A", ""]))
-        >>> dict(col.counts), dict(col.meaningful)
+        >>> col.counts.to_dict(), col.meaningful.to_dict()
         ({' Bend': 1, 'Bend': 1, 'N/A': 1}, {'Bend': 2})
     """
 

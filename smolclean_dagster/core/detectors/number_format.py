@@ -14,6 +14,9 @@ KIND = "number_format"
 
 #: A column is numeric when this share of its values are numbers, decorated or not.
 MIN_NUMERIC_SHARE = 0.9
+#: An unknown word behind numbers is a unit when this many cells (and this share of numbers) carry it.
+MIN_UNIT_CELLS = 3
+MIN_UNIT_SHARE = 0.05
 
 NUMBER = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+"
 #: Currency in front: a symbol, a dollar with its country ("US$"), or an ISO code.
@@ -77,16 +80,18 @@ def detect(column: ColumnValues) -> Finding | None:
     When every unit found is one unit ("oz", "oz.", "ounce"), params["units"] lists its spellings to strip;
     with several units ("oz" and "ml") nothing is stripped and the message says so. Thousands separators
     are always removed. params["fixable_cells"] counts the cells a rule with these params changes.
+    A word behind a number is a unit when it is a known unit or currency, or when it is common in the
+    column ("patients" on most cells); a rare unknown word ("1000x") makes the cell not a number.
 
     Example:
         >>> col = ColumnValues.of("price", pd.Series(["$1,234.56", "12.50", "2500 USD"]))
         >>> detect(col).params
-        {'units': ['$', 'USD'], 'unit_families': ['usd'], 'thousands_separator': ',', 'fixable_cells': 2}
+        {'units': ['$', 'USD'], 'unit_families': ['usd'], 'fixable_cells': 2}
     """
     values = column.meaningful
     if values.empty:
         return None
-    parts = parse_numbers(values)
+    parts = _with_units(parse_numbers(values))
     if parts["n"].sum() < MIN_NUMERIC_SHARE * values.sum():
         return None
     spelling = parts["prefix"] + "|" + parts["suffix"]
@@ -101,9 +106,7 @@ def detect(column: ColumnValues) -> Finding | None:
     decorations = decorations[decorations != ""]
     families = sorted({unit_family(d) for d in decorations})
     units = sorted(set(decorations)) if len(families) == 1 else []
-    fixable = (parts["prefix"].isin(units) | (parts["prefix"] == "")) & (parts["suffix"].isin(units) | (parts["suffix"] == ""))
-    fixed = parts["sign"] + parts["sign2"] + parts["number"].str.replace(",", "", regex=False)
-    changes = fixable & (fixed != parts["value"])
+    changes = _changes(parts, units)
     if changes.any():
         affected = parts[changes]
     else:  # several units: report the cells written unlike the most common spelling
@@ -121,10 +124,30 @@ def detect(column: ColumnValues) -> Finding | None:
         count=n,
         message=message,
         examples=top_examples(counts),
-        params={
-            "units": units,
-            "unit_families": families,
-            "thousands_separator": ",",
-            "fixable_cells": int(parts.loc[changes, "n"].sum()),
-        },
+        params={"units": units, "unit_families": families, "fixable_cells": int(parts.loc[changes, "n"].sum())},
     )
+
+
+def fixable_cells(column: ColumnValues, units: list[str]) -> int:
+    """How many cells of `column` a rule stripping `units` and thousands separators would change."""
+    parts = parse_numbers(column.meaningful)
+    return int(parts.loc[_changes(parts, units), "n"].sum()) if not parts.empty else 0
+
+
+def _changes(parts: pd.DataFrame, units: list[str]) -> pd.Series:
+    """True for the parsed values that change once `units` and thousands separators are dropped."""
+    fixable = (parts["prefix"].isin(units) | (parts["prefix"] == "")) & (parts["suffix"].isin(units) | (parts["suffix"] == ""))
+    plain = parts["sign"] + parts["sign2"] + parts["number"].str.replace(",", "", regex=False)
+    return fixable & (plain != parts["value"])
+
+
+def _with_units(parts: pd.DataFrame) -> pd.DataFrame:
+    """Keep the numbers whose prefix and suffix are plausible units (known, or common in the column)."""
+    family = {
+        side: parts[side].map(lambda d: unit_family(d) if d else "") for side in ("prefix", "suffix")
+    }
+    cells = pd.concat([parts["n"], parts["n"]], ignore_index=True)
+    by_family = cells.groupby(pd.concat([family["prefix"], family["suffix"]], ignore_index=True).to_numpy()).sum()
+    common = set(by_family[by_family >= max(MIN_UNIT_CELLS, MIN_UNIT_SHARE * parts["n"].sum())].index)
+    plausible = set(UNIT_ALIASES.values()) | common | {""}
+    return parts[family["prefix"].isin(plausible) & family["suffix"].isin(plausible)].reset_index(drop=True)

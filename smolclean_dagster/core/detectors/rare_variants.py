@@ -12,18 +12,21 @@ from .cells import ColumnValues, top_examples
 
 KIND = "rare_variants"
 
-#: A column is categorical when it has at most this many distinct values per cell.
+#: A column is categorical when it has at most this many distinct values per cell (or this many values
+#: in all, so that a 50-row chunk of a 15-city column still counts).
 MAX_DISTINCT_SHARE = 0.1
+MAX_DISTINCT_ANYWAY = 20
 #: A frequent value has at least this many cells, and this many times the cells of its rare variant.
-MIN_FREQUENT_CELLS = 3
-MIN_FREQUENCY_RATIO = 3
+MIN_FREQUENT_CELLS = 5
+MIN_FREQUENCY_RATIO = 5
 #: A rare value holds at most this share of the cells (or 2 cells): two real categories can both be
 #: common and one letter apart ("Basic", "Basics"), typos are not common.
-MAX_RARE_SHARE = 0.02
+MAX_RARE_SHARE = 0.005
 #: Shorter words are too close to each other by nature ("cat", "car") to call one a typo of another.
 MIN_LENGTH = 5
-#: Edits allowed per character (at least one): 1 edit up to 13 characters, 2 up to 19, ...
-EDITS_PER_CHAR = 0.15
+#: Characters per allowed edit (at least one edit): 1 edit below 20 characters, 2 below 30, ...
+#: Real neighbouring categories differ by a word ("Red Ale", "Red Lager"), typos by a letter or two.
+CHARS_PER_EDIT = 10
 #: Bound the fuzzy matching work on very wide vocabularies.
 MAX_RARE_VALUES = 2000
 
@@ -60,7 +63,7 @@ def detect(column: ColumnValues) -> Finding | None:
 def variant_mapping(values: pd.Series) -> dict[str, str]:
     """From value->cells counts: {rare spelling: frequent spelling}, chains resolved, sorted by key."""
     total = int(values.sum())
-    if total == 0 or len(values) > max(MIN_FREQUENT_CELLS, MAX_DISTINCT_SHARE * total):
+    if total == 0 or len(values) > max(MAX_DISTINCT_ANYWAY, MAX_DISTINCT_SHARE * total):
         return {}
     words = pd.Series(values.index, dtype=object)
     eligible = (words.str.len() >= MIN_LENGTH) & ~words.str.contains(r"\d", regex=True)
@@ -75,7 +78,7 @@ def variant_mapping(values: pd.Series) -> dict[str, str]:
     rare_cells = (ranked["n"] <= max(2, MAX_RARE_SHARE * total)) & (ranked["n"] * MIN_FREQUENCY_RATIO <= ranked["n"].max())
     rare = ranked[rare_cells].tail(MAX_RARE_VALUES)
     for value, n in zip(rare["value"], rare["n"]):
-        allowed = max(1, int(len(value) * EDITS_PER_CHAR))
+        allowed = max(1, len(value) // CHARS_PER_EDIT)
         limit = int((frequent["n"] >= n * MIN_FREQUENCY_RATIO).sum())  # choices are sorted by cells
         match = process.extractOne(value.casefold(), choices[:limit], scorer=Levenshtein.distance, score_cutoff=allowed)
         if match is not None and match[1] > 0:

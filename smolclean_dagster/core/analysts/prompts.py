@@ -1,0 +1,249 @@
+"""Prompts for the LLM analyst: load the Jinja2 templates of `smolclean_dagster/prompts/*.yaml` and fill them.
+
+The templates hold every word the model reads; this module only chooses and shapes the data that goes
+into them, within character budgets: the rows (as cleaned so far), their profile, the detector findings,
+value counts over the rest of the drop, and the registry's names and docstrings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jinja2
+import pandas as pd
+import yaml
+
+from ..errors import AnalystError
+from ..functions import CleaningFunction
+from ..profile import profile_columns
+from ..sandbox.gate import ALLOWED_IMPORTS
+from .base import AnalysisRequest, RegisteredSummary
+
+Messages = list[dict[str, str]]
+
+#: Budgets in characters (about 4 characters per token).
+REGISTRY_BUDGET = 6_000
+ROWS_BUDGET = 16_000
+VALUE_COUNTS_BUDGET = 3_000
+#: Columns with at most this many distinct values over the reference rows get their value counts shown.
+MAX_DISTINCT_SHOWN = 40
+
+
+@dataclass(frozen=True)
+class PromptEntry:
+    """One registered function as the prompt shows it: its full docstring, its first line, or nothing more."""
+
+    name: str
+    columns: tuple[str, ...]
+    text: str
+    complete: bool = True
+
+
+@dataclass(frozen=True)
+class ColumnCounts:
+    """The most frequent values of one column over the reference rows."""
+
+    name: str
+    distinct: int
+    top: tuple[tuple[str, int], ...]
+
+
+@cache
+def load_template(name: str) -> dict[str, jinja2.Template]:
+    """The `system` and `user` templates of `prompts/<name>.yaml`, shipped inside the package."""
+    source = resources.files("smolclean_dagster") / "prompts" / f"{name}.yaml"
+    try:
+        data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise AnalystError(f"prompt template prompts/{name}.yaml cannot be read: {exc}; reinstall the package") from exc
+    env = jinja2.Environment(
+        undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False,
+        trim_blocks=True, lstrip_blocks=True,
+    )
+    # Jinja's own `tojson` escapes <, > and & for HTML; the model must see values exactly as written.
+    env.filters["json"] = lambda value: json.dumps(value, ensure_ascii=False)
+    return {part: env.from_string(data[part]) for part in ("system", "user")}
+
+
+def render(name: str, **context: Any) -> Messages:
+    """The chat messages of template `name` filled with `context` (a missing variable is an error)."""
+    try:
+        return [
+            {"role": role, "content": template.render(**context).strip() + "\n"}
+            for role, template in load_template(name).items()
+        ]
+    except jinja2.UndefinedError as exc:
+        raise AnalystError(f"prompt template prompts/{name}.yaml uses a value it was not given: {exc}") from exc
+
+
+def prompt_hash(messages: Messages) -> str:
+    """A short, stable hash of the messages: which prompt produced a function (registry provenance)."""
+    return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def analysis_messages(
+    request: AnalysisRequest,
+    *,
+    allow_row_drops: bool = False,
+    registry_budget: int = REGISTRY_BUDGET,
+    rows_budget: int = ROWS_BUDGET,
+    value_counts_budget: int = VALUE_COUNTS_BUDGET,
+) -> Messages:
+    """The messages for one analysis step: the chunk as cleaned so far, never the held-out rows.
+
+    Example:
+        >>> req = AnalysisRequest(dataset="demo", chunk_id="c0", step=1, chunk=pd.DataFrame({"a": [" x"]}))
+        >>> "jsonl" in analysis_messages(req)[1]["content"]
+        True
+    """
+    rows, shown = rows_as_jsonl(request.chunk, rows_budget)
+    focus = {f.column for f in request.findings}
+    entries = registry_for_prompt(request.registry, registry_budget, focus_columns=focus)
+    return render(
+        "analysis",
+        dataset=request.dataset,
+        chunk_id=request.chunk_id,
+        step=request.step,
+        instructions=request.instructions,
+        registry=entries,
+        registry_shortened=sum(1 for e in entries if not e.complete),
+        rejected=list(request.rejected),
+        feedback=request.feedback,
+        rows=rows,
+        rows_shown=shown,
+        rows_total=len(request.chunk),
+        profiles=profile_columns(request.chunk),
+        findings=list(request.findings),
+        value_counts=value_counts(request.reference, value_counts_budget),
+        allowed_imports=sorted(ALLOWED_IMPORTS),
+        allow_row_drops=allow_row_drops,
+    )
+
+
+def merge_messages(dataset: str, functions: Sequence[CleaningFunction], instructions: str = "") -> Messages:
+    """The messages asking the model to merge `functions` (in module order) into one."""
+    return render(
+        "consolidation", dataset=dataset, functions=list(functions), instructions=instructions,
+        allowed_imports=sorted(ALLOWED_IMPORTS),
+    )
+
+
+def registry_for_prompt(
+    registry: Sequence[RegisteredSummary], budget: int, *, focus_columns: set[str] = frozenset()
+) -> list[PromptEntry]:
+    """Every registered function, in module order, described as fully as `budget` characters allow.
+
+    Nothing is ever left out: a function the model cannot see is a function it writes again (the
+    competitor evicted old docstrings and got four re-creations in fifteen calls). When the full
+    docstrings do not fit, every entry first gets its docstring's first line; then full docstrings are
+    given back in this order until the budget is spent:
+      1. functions touching a column the detectors still find issues in (the model is about to work
+         there and must know exactly what is done already),
+      2. then the most recently accepted first (the newest knowledge is the least likely to be
+         restated by older entries).
+    If even the first lines overflow, the newest-last entries keep just their names and columns.
+    """
+    full = [_entry(s, s.docstring.strip()) for s in registry]
+    if _size(full) <= budget:
+        return full
+    first = [_entry(s, _first_line(s), complete=False) for s in registry]
+    if _size(first) > budget:
+        return _fit_names(registry, first, budget)
+    order = sorted(
+        range(len(registry)),
+        key=lambda i: (not (set(registry[i].columns) & focus_columns), -i),
+    )
+    chosen = list(first)
+    for i in order:
+        candidate = chosen[:i] + [full[i]] + chosen[i + 1 :]
+        if _size(candidate) <= budget:
+            chosen = candidate
+    return chosen
+
+
+def _fit_names(registry: Sequence[RegisteredSummary], first: list[PromptEntry], budget: int) -> list[PromptEntry]:
+    """First lines for the oldest entries while they fit, bare names (never nothing) for the rest."""
+    bare = [_entry(s, "", complete=False) for s in registry]
+    chosen = list(bare)
+    for i in range(len(registry)):
+        candidate = chosen[:i] + [first[i]] + chosen[i + 1 :]
+        if _size(candidate) > budget:
+            break
+        chosen = candidate
+    return chosen
+
+
+def _entry(summary: RegisteredSummary, text: str, *, complete: bool = True) -> PromptEntry:
+    return PromptEntry(name=summary.name, columns=tuple(summary.columns), text=" ".join(text.split()), complete=complete)
+
+
+def _first_line(summary: RegisteredSummary) -> str:
+    return (summary.docstring.strip().splitlines() or [""])[0]
+
+
+def _size(entries: list[PromptEntry]) -> int:
+    return sum(len(e.name) + len(e.text) + sum(len(c) + 2 for c in e.columns) + 8 for e in entries)
+
+
+def rows_as_jsonl(df: pd.DataFrame, budget: int) -> tuple[str, int]:
+    """The rows as one JSON object per line, as many as fit in `budget` characters, and how many that is.
+
+    JSON shows what matters for cleaning: surrounding spaces inside the quotes, and a real null
+    apart from the text "N/A".
+    """
+    lines: list[str] = []
+    used = 0
+    for record in df.to_dict(orient="records"):
+        line = json.dumps({str(k): _plain(v) for k, v in record.items()}, ensure_ascii=False, default=str)
+        if lines and used + len(line) + 1 > budget:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join(lines), len(lines)
+
+
+def value_counts(reference: pd.DataFrame | None, budget: int) -> list[ColumnCounts]:
+    """The most frequent values of each low-cardinality column over the reference rows, within `budget`.
+
+    The budget is shared evenly between the columns, so a wide table still shows every column a little.
+    """
+    if reference is None or reference.empty:
+        return []
+    candidates = []
+    for name in reference.columns:
+        values = reference[name].map(_plain).dropna()
+        counts = values.map(lambda v: v if isinstance(v, str) else json.dumps(v, default=str)).value_counts(sort=True)
+        if 1 < len(counts) <= MAX_DISTINCT_SHOWN:
+            candidates.append((str(name), counts))
+    if not candidates:
+        return []
+    share = budget // len(candidates)
+    out = []
+    for name, counts in candidates:
+        top, used = [], len(name) + 20
+        for value, count in counts.items():
+            cost = len(json.dumps(value, ensure_ascii=False)) + len(str(count)) + 4
+            if top and used + cost > share:
+                break
+            top.append((value, int(count)))
+            used += cost
+        out.append(ColumnCounts(name=name, distinct=len(counts), top=tuple(top)))
+    return out
+
+
+def _plain(value: object) -> object:
+    """A cell as JSON can show it: None for missing, Python scalars for numpy ones."""
+    if pd.api.types.is_scalar(value) and pd.isna(value):
+        return None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        try:
+            return value.item()
+        except (ValueError, AttributeError):
+            return value
+    return value

@@ -1,0 +1,289 @@
+"""Reading a model's reply: issues, at most one function, and a status, from text real models write.
+
+The format (documented in the README under "Reply format") is a few tagged sections:
+
+    <issues>
+    - city: three spellings of one city ("new york", "NEW YORK")
+    - name: surrounding whitespace (solved)
+    </issues>
+    <code>
+    ```python
+    def unify_city(df): ...
+    ```
+    </code>
+    <status>needs_more_work</status>
+
+The tags are markers, not XML: nothing is parsed as XML, so code may hold `<`, `>` and `&` as they are
+(the competitor lost replies to `<=` in code). What the parser forgives, because real models do it:
+a `<think>...</think>` preamble (or only its closing tag), prose around and between the sections, code
+with or without a ``` fence inside `<code>`, no `<code>` tag at all but a fenced block with a `def`,
+HTML-escaped code (`&lt;`), a missing `</code>` when another section follows, a missing `<status>`
+when a function is given, and the competitor's `<chunk_status>` / `<issues_detected>` tag names.
+
+What it does not forgive raises ReplyError (the model's fault): its message is written to be shown
+back to the model as feedback.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import re
+import textwrap
+from dataclasses import dataclass
+from typing import Literal
+
+from ..errors import SmolcleanError
+from ..functions import CleaningFunction
+from .base import Issue
+
+
+class ReplyError(SmolcleanError):
+    """The model's reply cannot be used; the message says why, addressed to the model."""
+
+
+@dataclass(frozen=True)
+class AnalysisReply:
+    """A parsed analysis reply: the issues seen, at most one function, and whether the chunk is clean."""
+
+    issues: tuple[Issue, ...]
+    function: CleaningFunction | None
+    status: Literal["clean", "needs_more_work"]
+
+
+_FLAGS = re.IGNORECASE | re.DOTALL
+_REASONING = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", _FLAGS)
+_REASONING_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.IGNORECASE)
+_REASONING_CLOSE = re.compile(r"</(think|thinking|reasoning)>", re.IGNORECASE)
+_CODE_OPEN = re.compile(r"<(code|function)>", re.IGNORECASE)
+_FENCE_OPEN = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+-]*)[ \t]*\n", re.MULTILINE)
+#: A fence written on the same line as its tag ("<code>```python", "```</code>"): put on its own line.
+_FENCE_BESIDE_TAG = re.compile(r"(<(?:code|function)>)[ \t]*(`{3,}|~{3,})", re.IGNORECASE)
+_TAG_BESIDE_FENCE = re.compile(r"(`{3,}|~{3,})[ \t]*(</(?:code|function)>)", re.IGNORECASE)
+#: Tags that start another section: where an unclosed <code> section ends at the latest.
+_NEXT_SECTION = re.compile(r"^[ \t]*<(issues|issues_detected|columns|status|chunk_status)>", re.IGNORECASE | re.MULTILINE)
+_STATUS = re.compile(r"<(?:chunk_)?status>\s*([A-Za-z][A-Za-z _-]*)", re.IGNORECASE)
+_ISSUES = re.compile(r"<(issues|issues_detected)>(.*?)(?:</\1>|(?=<(?:code|function|columns|status|chunk_status)>)|\Z)", _FLAGS)
+_COLUMNS = re.compile(r"<columns>(.*?)(?:</columns>|(?=<)|\Z)", _FLAGS)
+_SOLVED = re.compile(r"[\(\[]\s*solved\s*[\)\]]\s*$", re.IGNORECASE)
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s*")
+_ENTITY = re.compile(r"&(lt|gt|amp|quot|#\d+);")
+
+
+def parse_analysis_reply(text: str, *, columns: list[str] | tuple[str, ...] = ()) -> AnalysisReply:
+    """Read an analysis reply; `columns` are the chunk's columns (to tell which columns an issue or code names).
+
+    Example:
+        >>> reply = parse_analysis_reply('''<think>hmm</think> Here you go:
+        ... <issues>
+        ... - ibu: "N/A" for missing (solved)
+        ... </issues>
+        ... <status>clean</status>''', columns=["ibu"])
+        >>> reply.status, reply.issues[0].column, reply.issues[0].solved
+        ('clean', 'ibu', True)
+    """
+    body = strip_reasoning(text)
+    code, rest = extract_code(body)
+    function = _function(code, rest, columns) if code is not None else None
+    status = _status(rest, has_function=function is not None)
+    return AnalysisReply(issues=_issues(rest, columns), function=function, status=status)
+
+
+def parse_merge_reply(text: str) -> CleaningFunction | None:
+    """Read a consolidation reply: the merged function, or None when the model says to keep them apart.
+
+    Example:
+        >>> parse_merge_reply("<status>keep</status>") is None
+        True
+    """
+    body = strip_reasoning(text)
+    code, rest = extract_code(body)
+    if code is not None:
+        return _function(code, rest, ())
+    match = _STATUS.search(rest)
+    if match and _word(match.group(1)) == "keep":
+        return None
+    raise ReplyError(
+        "the reply has neither a merged function in <code> ... </code> nor <status>keep</status>; send one of them"
+    )
+
+
+def strip_reasoning(text: str) -> str:
+    """The reply without its reasoning: `<think>` blocks, or everything before a lone `</think>`."""
+    body = _REASONING.sub("", text or "")
+    closing = list(_REASONING_CLOSE.finditer(body))
+    if closing:  # the opening tag was in the chat template, not in the reply
+        body = body[closing[-1].end() :]
+    if _REASONING_OPEN.search(body):
+        raise ReplyError(
+            "the reply ended inside <think> ... with no answer after it; think briefly, close </think>, "
+            "then answer in the reply format"
+        )
+    if not body.strip():
+        raise ReplyError("the reply is empty; answer in the reply format: <issues>, <code>, <status>")
+    return body
+
+
+def extract_code(body: str) -> tuple[str | None, str]:
+    """The code of the reply (or None) and the reply with the code taken out (where the other sections are).
+
+    Inside `<code>`, a fenced block wins; without a fence the section ends at the first `</code>` after
+    which the code parses (code may contain the text "</code>"), else at the next section tag.
+    """
+    body = _FENCE_BESIDE_TAG.sub(r"\1\n\2", _TAG_BESIDE_FENCE.sub(r"\1\n\2", body))
+    opening = _CODE_OPEN.search(body)
+    if opening is None:
+        return _bare_code(body)
+    tag = opening.group(1).lower()
+    start = opening.end()
+    section_end = _section_end(body, start, tag)
+    fence = _FENCE_OPEN.search(body, start)
+    if fence and (section_end is None or fence.start() < section_end[0]):
+        code, fence_end = _fenced(body, fence)
+        after = re.compile(rf"\s*</{tag}>", re.IGNORECASE).match(body, fence_end)
+        return code, body[: opening.start()] + body[after.end() if after else fence_end :]
+    if section_end is None:
+        raise ReplyError(
+            f"the <{tag}> section is not closed: the reply looks cut off; send the whole function and end it "
+            f"with </{tag}>"
+        )
+    code_end, rest_start = section_end
+    return body[start:code_end], body[: opening.start()] + body[rest_start:]
+
+
+def _section_end(body: str, start: int, tag: str) -> tuple[int, int] | None:
+    """Where the unfenced code of a `<code>` section ends, and where the text after the section resumes."""
+    closings = [(m.start(), m.end()) for m in re.finditer(rf"</{tag}>", body[start:], re.IGNORECASE)]
+    closings = [(a + start, b + start) for a, b in closings]
+    for end, resume in closings:
+        if _parses(_unescaped(body[start:end])):
+            return end, resume
+    if closings:
+        return closings[0]
+    following = _NEXT_SECTION.search(body, start)
+    if following:
+        return following.start(), following.start()
+    return None
+
+
+def _fenced(body: str, fence: re.Match[str]) -> tuple[str, int]:
+    """The content of the fenced block opened by `fence`, and where the block ends."""
+    marker = fence.group(1)
+    closing = re.compile(rf"^[ \t]*{re.escape(marker[0])}{{{len(marker)},}}[ \t]*$", re.MULTILINE).search(body, fence.end())
+    if closing is None:
+        raise ReplyError(
+            f"the code block opened with {marker} is never closed: the reply looks cut off; send the whole "
+            f"function and close the block with {marker}"
+        )
+    return body[fence.end() : closing.start()], closing.end()
+
+
+def _bare_code(body: str) -> tuple[str | None, str]:
+    """Code without a `<code>` tag: the last fenced block defining a function, or a reply that is only code."""
+    found = None
+    for fence in _FENCE_OPEN.finditer(body):
+        try:
+            code, end = _fenced(body, fence)
+        except ReplyError:
+            break
+        if re.search(r"^\s*def \w+\s*\(", code, re.MULTILINE):
+            found = (code, fence.start(), end)
+    if found:
+        code, a, b = found
+        return code, body[:a] + body[b:]
+    if re.search(r"^def \w+\s*\(", body, re.MULTILINE) and _parses(body):
+        return body, ""
+    return None, body
+
+
+def _function(code: str, rest: str, columns: list[str] | tuple[str, ...]) -> CleaningFunction:
+    stripped = code.strip()
+    if stripped.startswith("<![CDATA[") and stripped.endswith("]]>"):
+        code = stripped[len("<![CDATA[") : -len("]]>")]
+    code = _unescaped(textwrap.dedent(code).strip("\n"))
+    if not code.strip():
+        raise ReplyError("the <code> section is empty; send one complete function, or no <code> section at all")
+    try:
+        function = CleaningFunction.from_code(code, columns=())
+    except SyntaxError as exc:
+        line = (exc.text or "").strip()
+        raise ReplyError(
+            f"the code does not parse: {exc.msg} at line {exc.lineno}" + (f" ({line!r})" if line else "")
+            + "; send the complete, valid Python function"
+        ) from exc
+    except ValueError as exc:
+        raise ReplyError(f"the code has no top-level `def`: {exc}; send one function `def name(df): ...`") from exc
+    named = _declared_columns(rest) or _columns_in_code(function.code, columns)
+    return function.model_copy(update={"columns": tuple(named)})
+
+
+def _unescaped(code: str) -> str:
+    """`code`, HTML-unescaped when a model escaped it as if it were XML (and only then)."""
+    if _ENTITY.search(code) and not _parses(code):
+        candidate = html.unescape(code)
+        if _parses(candidate):
+            return candidate
+    return code
+
+
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(textwrap.dedent(code).strip("\n"))
+    except SyntaxError:
+        return False
+    return True
+
+
+def _status(rest: str, *, has_function: bool) -> Literal["clean", "needs_more_work"]:
+    match = _STATUS.search(rest)
+    if match is None:
+        if has_function:
+            return "needs_more_work"
+        raise ReplyError(
+            "the reply has no <code> section and no <status>; send one function in <code> ... </code>, "
+            "or <status>clean</status> when nothing is left to fix"
+        )
+    word = _word(match.group(1))
+    if word == "clean":
+        return "clean"
+    if word in {"needs_more_work", "needs_work", "not_clean"}:
+        return "needs_more_work"
+    raise ReplyError(f"the status {match.group(1).strip()!r} is unknown; use <status>clean</status> or "
+                     "<status>needs_more_work</status>")
+
+
+def _word(text: str) -> str:
+    return re.sub(r"[\s-]+", "_", text.strip().lower())
+
+
+def _issues(rest: str, columns: list[str] | tuple[str, ...]) -> tuple[Issue, ...]:
+    match = _ISSUES.search(rest)
+    if match is None:
+        return ()
+    known = {str(c) for c in columns}
+    issues = []
+    for line in match.group(2).splitlines():
+        text = _BULLET.sub("", line).strip()
+        if not text:
+            continue
+        solved = bool(_SOLVED.search(text))
+        text = _SOLVED.sub("", text).strip()
+        column = None
+        head, sep, tail = text.partition(":")
+        if sep and head.strip().strip("`'\"") in known:
+            column, text = head.strip().strip("`'\""), tail.strip()
+        issues.append(Issue(description=text, column=column, solved=solved))
+    return tuple(issues)
+
+
+def _declared_columns(rest: str) -> list[str]:
+    match = _COLUMNS.search(rest)
+    if match is None:
+        return []
+    return [c.strip().strip("`'\"") for c in re.split(r"[,\n]", match.group(1)) if c.strip().strip("`'\"")]
+
+
+def _columns_in_code(code: str, columns: list[str] | tuple[str, ...]) -> list[str]:
+    """The chunk's columns the code names in a string literal, in the chunk's column order."""
+    literals = {n.value for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    return [str(c) for c in columns if str(c) in literals]

@@ -1,0 +1,244 @@
+"""RulesAnalyst: the offline analyst. It turns detector findings into cleaning functions rendered from
+parameterised templates (`rule_templates/*.py.j2`), one function per step, in detector priority order.
+
+Whole-column knowledge (the canonical spelling of a value, the date convention, the unit) is learned from
+the chunk plus the reference rows of the same drop, and embedded in the function as constants, so a
+row's result depends only on that row.
+"""
+
+from __future__ import annotations
+
+import logging
+import pprint
+import re
+import unicodedata
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+import pandas as pd
+
+from ..detectors import (
+    DETECTORS,
+    KINDS,
+    ColumnValues,
+    boolean_spellings,
+    case_variants,
+    date_format,
+    null_tokens,
+    number_format,
+    rare_variants,
+    whitespace,
+)
+from ..detectors.date_format import candidate_formats
+from ..findings import Finding
+from ..functions import CleaningFunction
+from ..profile import detect_issues
+from .base import AnalysisRequest, Issue, Proposal
+
+log = logging.getLogger("smolclean.analysts.rules")
+
+TEMPLATE_DIR = Path(__file__).parent / "rule_templates"
+#: A function fixing more columns than this is named by their number, not their names.
+MAX_NAMED_COLUMNS = 3
+
+#: A rule's template context from (findings of the chunk, the same findings over chunk + reference rows,
+#: the chunk's column values); None when the rule has nothing safe to do.
+ContextBuilder = Callable[[list[Finding], list[Finding | None], list[ColumnValues]], dict | None]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How findings of one kind become a function: a template, a name prefix and the template context.
+
+    A rule that `spans_columns` fixes every column with its finding in one function (the fix is the same
+    everywhere), and falls back to one function per column when that one is rejected.
+    """
+
+    kind: str
+    template: str
+    prefix: str
+    context: ContextBuilder
+    spans_columns: bool = False
+
+
+def _whitespace(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
+    return {"columns": [f.column for f in found]}
+
+
+def _null_tokens(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
+    tokens = {
+        f.column: sorted(set(f.params["tokens"]) | set(r.params["tokens"] if r else ())) for f, r in zip(found, refined)
+    }
+    return {"tokens": tokens, "spellings": sorted({t for ts in tokens.values() for t in ts})}
+
+
+def _case(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
+    (f,), (r,) = found, refined
+    mapping = {**f.params["mapping"], **(r.params["mapping"] if r else {})}
+    variants = [v for v in f.examples if v.casefold() in mapping][:2]
+    return {"column": f.column, "mapping": dict(sorted(mapping.items())), "examples": _arrows(variants, mapping, str.casefold)}
+
+
+def _misspellings(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
+    (f,), (r,) = found, refined
+    mapping = dict(r.params["mapping"]) if r else {}
+    targets = set(mapping.values())
+    for rare, frequent in f.params["mapping"].items():  # chunk-only knowledge, where the drop does not contradict it
+        if rare not in mapping and rare not in targets:
+            mapping[rare] = mapping.get(frequent, frequent)
+    mapping = {k: v for k, v in mapping.items() if k not in set(mapping.values())}
+    return {"column": f.column, "mapping": dict(sorted(mapping.items())), "examples": _arrows(f.examples[:2], mapping)}
+
+
+def _numbers(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict | None:
+    (f,), (r,), (column,) = found, refined, columns
+    params = (r or f).params
+    if number_format.fixable_cells(column, params["units"]) == 0:
+        return None  # e.g. the drop mixes units: stripping would lose which unit a number was in
+    return {"column": f.column, "units": params["units"], "families": params["unit_families"]}
+
+
+def _dates(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
+    (f,), (r,) = found, refined
+    dayfirst = (r or f).params["dayfirst"]
+    seen = set(f.params["formats"]) | set(r.params["formats"] if r else ())
+    return {"column": f.column, "formats": [fmt for fmt in candidate_formats(dayfirst) if fmt in seen], "dayfirst": dayfirst}
+
+
+def _booleans(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
+    (f,), (r,) = found, refined
+    params = (r or f).params
+    canonical = {True: params["true"], False: params["false"]}
+    spellings = sorted(set(f.params["mapping"]) | set(params["mapping"]))
+    mapping = {k: canonical[boolean_spellings.SPELLINGS[k][1]] for k in spellings}
+    return {"column": f.column, "mapping": mapping, "true_spelling": params["true"], "false_spelling": params["false"]}
+
+
+#: One rule per finding kind the rules analyst can fix, in detector priority order.
+RULES = {
+    rule.kind: rule
+    for rule in (
+        Rule(whitespace.KIND, "strip_whitespace.py.j2", "strip_whitespace", _whitespace, spans_columns=True),
+        Rule(null_tokens.KIND, "replace_null_tokens.py.j2", "replace_null_tokens", _null_tokens, spans_columns=True),
+        Rule(case_variants.KIND, "unify_case.py.j2", "unify_case", _case),
+        Rule(rare_variants.KIND, "fix_misspellings.py.j2", "fix_misspellings", _misspellings),
+        Rule(number_format.KIND, "normalize_numbers.py.j2", "normalize_numbers", _numbers),
+        Rule(date_format.KIND, "dates_to_iso.py.j2", "dates_to_iso", _dates),
+        Rule(boolean_spellings.KIND, "unify_booleans.py.j2", "unify_booleans", _booleans),
+    )
+}
+
+
+class RulesAnalyst:
+    """The offline, deterministic analyst: one templated function per step for the first finding left.
+
+    It skips findings whose function was rejected for this chunk, names functions after what they fix
+    and the column (`strip_whitespace_city`, `dates_to_iso_signup_date`), and says "clean" when no
+    finding it can fix remains.
+
+    Example:
+        >>> chunk = pd.DataFrame({"city": [" Bend", "Gary", "Gary"]})
+        >>> proposal = RulesAnalyst().propose(AnalysisRequest(dataset="demo", chunk_id="c0", step=1, chunk=chunk))
+        >>> proposal.function.name, proposal.status
+        ('strip_whitespace_city', 'needs_more_work')
+    """
+
+    name = "rules"
+
+    def __init__(self) -> None:
+        self._templates = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
+            undefined=jinja2.StrictUndefined,
+            keep_trailing_newline=True,
+            autoescape=False,
+        )
+        self._templates.filters["py"] = lambda value: pprint.pformat(value, width=96, sort_dicts=False)
+        self._templates.filters["quoted"] = _quoted
+        self._templates.filters["doc"] = _docstring_safe
+
+    def propose(self, request: AnalysisRequest) -> Proposal:
+        """Answer one step: every finding as an issue, and a function for the first one still fixable."""
+        findings = list(request.findings) or detect_issues(request.chunk)
+        issues = tuple(Issue(description=f.message, column=f.column) for f in findings)
+        taken = {s.name for s in request.registry}
+        for rule, found in _candidates(findings):
+            name = _free_name(_base_name(rule, found), taken)
+            if name in request.rejected or _base_name(rule, found) in request.rejected:
+                continue
+            columns = [ColumnValues.of(f.column, request.chunk[f.column]) for f in found]
+            refined = [self._refine(f, request) for f in found]
+            context = rule.context(found, refined, columns)
+            if context is None:
+                log.debug("rules: nothing safe to do for %s on %s", rule.kind, [f.column for f in found])
+                continue
+            code = self._templates.get_template(rule.template).render(name=name, **context)
+            function = CleaningFunction.from_code(code, columns=[f.column for f in found])
+            log.info("rules: chunk %s step %d proposes %s", request.chunk_id, request.step, name)
+            return Proposal(issues=issues, function=function, status="needs_more_work")
+        return Proposal(issues=issues, function=None, status="clean")
+
+    def _refine(self, finding: Finding, request: AnalysisRequest) -> Finding | None:
+        """The same detector over the chunk plus the reference rows: whole-drop evidence, when there is some."""
+        reference = request.reference
+        if reference is None or finding.column not in reference.columns or reference.empty:
+            return None
+        both = pd.concat([request.chunk[finding.column], reference[finding.column]], ignore_index=True)
+        detector = DETECTORS[KINDS.index(finding.kind)]
+        refined = detector.detect(ColumnValues.of(finding.column, both))
+        return refined if refined is not None and refined.kind == finding.kind else None
+
+
+def _candidates(findings: list[Finding]) -> Iterator[tuple[Rule, list[Finding]]]:
+    """The functions worth proposing, first to last: per kind in priority order, a multi-column function
+    for rules that span columns (then each column alone, in case it was rejected), else one per column."""
+    for kind in KINDS:
+        rule = RULES.get(kind)
+        found = [f for f in findings if f.kind == kind]
+        if rule is None or not found:
+            continue
+        if rule.spans_columns and len(found) > 1:
+            yield rule, found
+        for f in found:
+            yield rule, [f]
+
+
+def _base_name(rule: Rule, found: list[Finding]) -> str:
+    """`<prefix>_<column>[_<column>...]` for up to three columns, else `<prefix>_in_<n>_columns`."""
+    if len(found) > MAX_NAMED_COLUMNS:
+        return f"{rule.prefix}_in_{len(found)}_columns"
+    return "_".join([rule.prefix, *(_identifier(f.column) for f in found)])
+
+
+def _identifier(column: str) -> str:
+    """A column name as a readable lower-case identifier part ("Signup Date" -> "signup_date")."""
+    ascii_text = unicodedata.normalize("NFKD", column).encode("ascii", "ignore").decode()
+    return re.sub(r"[^0-9a-z]+", "_", ascii_text.lower()).strip("_")[:40] or "column"
+
+
+def _free_name(base: str, taken: set[str]) -> str:
+    """`base`, or `base_2`, `base_3`... when the registry already holds that name."""
+    if base not in taken:
+        return base
+    n = 2
+    while f"{base}_{n}" in taken:
+        n += 1
+    return f"{base}_{n}"
+
+
+def _docstring_safe(text: object) -> str:
+    """Text that cannot end or break the triple-quoted docstring it is rendered into."""
+    return str(text).replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _quoted(value: object) -> str:
+    """A value (or each value of a list) as a Python literal, safe inside a docstring."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    return _docstring_safe(", ".join(repr(v) for v in items))
+
+
+def _arrows(values: list[str] | tuple[str, ...], mapping: dict[str, str], key: Callable[[str], str] = str) -> str:
+    """A few "before -> after" pairs for a docstring."""
+    pairs = [f"{v!r} -> {mapping[key(v)]!r}" for v in values if key(v) in mapping]
+    return ", ".join(pairs) or "see the table"

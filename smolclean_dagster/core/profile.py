@@ -1,0 +1,108 @@
+"""Column profiles and issue detectors: deterministic, general signals over a raw frame.
+
+One engine, three uses: the rules analyst turns findings into functions, chunk selection looks for
+residual findings, and validation counts findings before and after cleaning. The detectors themselves
+live in `core/detectors/`, one module each.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+
+from .detectors import DETECTORS, KINDS, ColumnValues, is_null_token
+from .findings import Finding
+
+log = logging.getLogger("smolclean.profile")
+
+__all__ = ["KINDS", "ColumnProfile", "Finding", "detect_column", "detect_issues", "is_null_token", "profile_columns"]
+
+#: Values longer than this are shaped by their start only: free text has no dominant shape anyway.
+SHAPE_PREFIX = 30
+
+
+class ColumnProfile(BaseModel):
+    """What one column looks like: its dominant value shape and how much of it is missing.
+
+    `dominant_shape` writes digits as 9, capitals as A and other letters as a ("9999-99-99", "Aaaa Aaaa");
+    `dominant_share` is its share of the non-empty cells; `null_tokens` counts cells spelling a missing
+    value ("N/A"); `empty` counts empty strings and real nulls.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    column: str
+    cells: int
+    empty: int
+    null_tokens: int
+    distinct: int
+    dominant_shape: str
+    dominant_share: float
+
+
+def value_shapes(values: pd.Index) -> pd.Index:
+    """The shape of each value: digits -> 9, A-Z -> A, other letters -> a, everything else kept.
+
+    Example:
+        >>> list(value_shapes(pd.Index(["2020-03-22", "New York"])))
+        ['9999-99-99', 'Aaa Aaaa']
+    """
+    text = pd.Series(values, dtype=object).str.slice(0, SHAPE_PREFIX)
+    shapes = text.str.replace(r"\d", "9", regex=True).str.replace(r"[A-Z]", "A", regex=True)
+    return pd.Index(shapes.str.replace(r"[^\W\dA_]", "a", regex=True), dtype=object)
+
+
+def profile_columns(df: pd.DataFrame) -> list[ColumnProfile]:
+    """Profile every column of `df` (raw strings), in column order.
+
+    Example:
+        >>> [p.dominant_shape for p in profile_columns(pd.DataFrame({"d": ["2020-03-22", "N/A", ""]}))]
+        ['9999-99-99']
+    """
+    profiles = []
+    for name in df.columns:
+        column = ColumnValues.of(name, df[name])
+        values = column.meaningful
+        tokens = int(column.counts[column.token_mask.to_numpy()].sum())
+        if values.empty:
+            shape, share = "", 0.0
+        else:
+            by_shape = values.groupby(value_shapes(values.index)).sum().sort_values(ascending=False, kind="stable")
+            shape, share = str(by_shape.index[0]), round(float(by_shape.iloc[0] / values.sum()), 4)
+        profiles.append(
+            ColumnProfile(
+                column=str(name),
+                cells=len(df),
+                empty=len(df) - int(column.counts.sum()),
+                null_tokens=tokens,
+                distinct=len(values),
+                dominant_shape=shape,
+                dominant_share=share,
+            )
+        )
+    return profiles
+
+
+def detect_column(name: str, series: pd.Series) -> list[Finding]:
+    """Run every detector over one column, in priority order."""
+    column = ColumnValues.of(name, series)
+    if column.counts.empty:
+        return []
+    return [f for d in DETECTORS if (f := d.detect(column)) is not None]
+
+
+def detect_issues(df: pd.DataFrame) -> list[Finding]:
+    """Run every detector over every column of `df` (raw strings) and return the findings in a stable order:
+    by detector priority (see `detectors.DETECTORS`), then by column order.
+
+    Example:
+        >>> df = pd.DataFrame({"city": [" Bend", "Gary", "Gary"], "ibu": ["N/A", "20", "35"]})
+        >>> [(f.kind, f.column) for f in detect_issues(df)]
+        [('whitespace', 'city'), ('null_tokens', 'ibu')]
+    """
+    findings = [f for name in df.columns for f in detect_column(name, df[name])]
+    findings.sort(key=lambda f: KINDS.index(f.kind))  # stable: column order within a kind
+    log.debug("detected %d findings over %d columns", len(findings), len(df.columns))
+    return findings

@@ -1,0 +1,230 @@
+"""Sandbox: the pool of warm, locked-down worker processes that runs untrusted pandas cleaning code.
+
+Each `run` gates the code, borrows an idle zygote (starting one if fewer than `workers` exist, waiting
+otherwise), has it fork a fresh locked-down child for the call, and turns the reply into a DataFrame or a
+SandboxError. One zygote serves one call at a time, so concurrent threads never share a pipe.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+
+import pandas as pd
+
+from .batch import BatchRunner
+from .errors import SandboxError
+from .gate import prepare
+from .level import SandboxLevel
+from .process import WorkerProcess, encode_input, frame_or_raise, program_header
+
+logger = logging.getLogger("smolclean.sandbox")
+
+MIN_MEMORY_MB = 512  # the warm interpreter alone maps about 350 MB
+OPTIONAL_LAYERS = ("rlimits", "netns", "landlock", "seccomp")  # the ones `disable` may leave off
+
+
+class Sandbox:
+    """Run generated `def name(df) -> df` code in locked-down worker processes; safe to share between threads.
+
+    Workers start lazily on the first call (or on `start()` / entering the `with` block). With
+    `require_strong=True` the first worker to start raises SandboxError if any isolation layer is missing.
+    `workers` caps concurrent calls (default: CPU count); `disable` leaves layers off, for diagnosis only.
+
+    Example:
+        >>> import pandas as pd
+        >>> code = '''
+        ... def strip_names(df):
+        ...     df = df.copy()
+        ...     df["name"] = df["name"].str.strip()
+        ...     return df
+        ... '''
+        >>> with Sandbox() as sb:
+        ...     sb.run(code, pd.DataFrame({"name": ["  Ada "]}))["name"].tolist()
+        ['Ada']
+    """
+
+    def __init__(self, require_strong: bool = False, memory_mb: int = 2048, max_output_mb: int = 512, *,
+                 workers: int | None = None, disable: tuple[str, ...] | list[str] = ()) -> None:
+        if memory_mb < MIN_MEMORY_MB:
+            raise SandboxError(f"memory_mb={memory_mb} is too small: the worker needs at least {MIN_MEMORY_MB}")
+        unknown = set(disable) - set(OPTIONAL_LAYERS)
+        if unknown:
+            raise SandboxError(f"disable={sorted(unknown)} names no optional layer; choose from {OPTIONAL_LAYERS}")
+        if not 1 <= max_output_mb < 4096:
+            raise SandboxError(f"max_output_mb={max_output_mb} must be between 1 and 4095")
+        self.require_strong = require_strong
+        self.memory_mb = memory_mb
+        self.max_output_mb = max_output_mb
+        self.disable = tuple(disable)
+        self.size = workers or os.cpu_count() or 1
+        self._idle: list[WorkerProcess] = []
+        self._count = 0
+        self._cond = threading.Condition()
+        self._closed = False
+        self._level: SandboxLevel | None = None
+        self._runners: weakref.WeakSet[BatchRunner] = weakref.WeakSet()
+
+    # ----------------------------------------------------------------- public
+
+    @property
+    def level(self) -> SandboxLevel:
+        """The isolation layers this machine gives the workers (starts one worker if none has started)."""
+        if self._level is None:
+            self.start()
+        return self._level
+
+    def start(self) -> Sandbox:
+        """Start one worker now and check its level, instead of on the first call."""
+        with self._borrow():
+            pass
+        return self
+
+    def run(self, code: str, df: pd.DataFrame, *, entry: str | None = None, timeout_s: float = 10.0,
+            module: bool = False) -> pd.DataFrame:
+        """Gate `code`, run its entry on `df` in a fresh locked-down process, and return the result.
+
+        `entry` defaults to the single function's name, or `clean` when `module=True` (the code is then
+        gated with check_module). Raises GateRejected, FunctionFailed, SandboxTimeout,
+        ResourceLimitExceeded or SandboxCrashed.
+        """
+        program = prepare(code, module=module, entry=entry)
+        return self._execute(program.source, program.entry, df, timeout_s=timeout_s, screened=True)
+
+    def batch_runner(self, code: str, *, entry: str = "clean", module: bool = True, timeout_s: float = 60.0,
+                     recycle_after: int = 50) -> BatchRunner:
+        """A context manager applying one gated program to many frames in a reused, dedicated worker.
+
+        Example:
+            >>> with sb.batch_runner(module_code) as runner:   # doctest: +SKIP
+            ...     parts = [runner.run(batch) for batch in batches]
+        """
+        self._ensure_open()
+        program = prepare(code, module=module, entry=entry)
+        worker = self._new_worker()
+        worker.start()  # warms up while the caller prepares its first batch
+        runner = BatchRunner(program, timeout_s=timeout_s, recycle_after=recycle_after, worker=worker,
+                             check_level=self._adopt_level)
+        self._runners.add(runner)
+        return runner
+
+    def close(self) -> None:
+        """Stop every worker and batch runner; calls made afterwards raise SandboxError."""
+        with self._cond:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._cond.notify_all()
+        for worker in idle:
+            worker.kill()
+        for runner in list(self._runners):
+            runner.close()
+
+    def __enter__(self) -> Sandbox:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------- internals
+
+    def _run_unscreened(self, code: str, df: pd.DataFrame, *, entry: str = "f",
+                        timeout_s: float = 10.0) -> pd.DataFrame:
+        """Run code WITHOUT the gate or the worker-side guards: only for tests of the kernel layers."""
+        return self._execute(code, entry, df, timeout_s=timeout_s, screened=False)
+
+    def _execute(self, source: str, entry: str, df: pd.DataFrame, *, timeout_s: float,
+                 screened: bool) -> pd.DataFrame:
+        payload = encode_input(df)
+        header = program_header("run", source, entry, cpu_s=timeout_s, screened=screened)
+        started = time.perf_counter()
+        with self._borrow() as worker:
+            head, data = worker.command(header, payload, timeout_s=timeout_s)
+        logger.debug("sandboxed `%s` replied in %.1f ms", entry, (time.perf_counter() - started) * 1e3)
+        return frame_or_raise(head, data)
+
+    @contextlib.contextmanager
+    def _borrow(self) -> Iterator[WorkerProcess]:
+        """Lend an idle, ready worker to one caller; create one if the pool is not full, else wait."""
+        with self._cond:
+            while True:
+                self._ensure_open()
+                if self._idle:
+                    worker = self._idle.pop()
+                    break
+                if self._count < self.size:
+                    self._count += 1
+                    worker = self._new_worker()
+                    break
+                self._cond.wait()
+        try:
+            self._adopt_level(worker.ready())
+            yield worker
+        except BaseException:
+            if worker.level is None or (self.require_strong and not worker.level.strong):
+                self._retire(worker)
+                raise
+            self._give_back(worker)
+            raise
+        else:
+            self._give_back(worker)
+
+    def _new_worker(self) -> WorkerProcess:
+        return WorkerProcess(memory_mb=self.memory_mb, max_output_mb=self.max_output_mb, disable=self.disable)
+
+    def _give_back(self, worker: WorkerProcess) -> None:
+        with self._cond:
+            if not self._closed:
+                self._idle.append(worker)
+                self._cond.notify()
+                return
+        worker.kill()
+
+    def _retire(self, worker: WorkerProcess) -> None:
+        worker.kill()
+        with self._cond:
+            self._count -= 1
+            self._cond.notify()
+
+    def _adopt_level(self, level: SandboxLevel) -> None:
+        if self._level is None:
+            self._level = level
+            logger.info("sandbox level: %s", level.describe())
+        if self.require_strong and not level.strong:
+            notes = f" ({'; '.join(level.notes)})" if level.notes else ""
+            raise SandboxError(f"a strong sandbox is required (require_strong=True) but these layers are "
+                               f"unavailable: {', '.join(level.missing)}{notes}")
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise SandboxError("this Sandbox is closed; create a new one")
+
+
+_default: Sandbox | None = None
+_default_lock = threading.Lock()
+
+
+def default_sandbox() -> Sandbox:
+    """The process-wide Sandbox behind `run_function`, created on first use and closed at exit."""
+    global _default
+    with _default_lock:
+        if _default is None or _default._closed:
+            _default = Sandbox()
+            atexit.register(_default.close)
+        return _default
+
+
+def run_function(code: str, df: pd.DataFrame, *, timeout_s: float = 10.0) -> pd.DataFrame:
+    """Gate and run one candidate function on `df` in the process-wide default Sandbox.
+
+    Example:
+        >>> run_function("def f(df):\\n    return df.head(1)\\n", pd.DataFrame({"a": [1, 2]}))
+           a
+        0  1
+    """
+    return default_sandbox().run(code, df, timeout_s=timeout_s)

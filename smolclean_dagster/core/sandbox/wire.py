@@ -1,0 +1,133 @@
+"""The wire format between the orchestrator and its sandbox workers: length-prefixed frames over pipes.
+
+A frame is a 4-byte big-endian length followed by that many bytes. Commands, results and errors are
+small JSON objects; data frames travel as Arrow IPC streams. Nothing is ever pickled, so a hostile
+worker can at worst send bytes that fail to parse.
+
+This module is loaded both by the package and, by file path, by `worker.py` inside the worker process,
+so it imports only the standard library, pandas and pyarrow, and no sibling module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import struct
+import time
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.ipc  # noqa: F401  (makes pa.ipc available)
+
+_LENGTH = struct.Struct(">I")
+MAX_FRAME = (1 << 32) - 1
+HEADER_LIMIT = 1 << 20  # JSON headers are small; anything bigger is a broken or hostile peer
+
+
+class WireError(Exception):
+    """The peer closed the pipe, missed the deadline, or sent a frame that breaks the protocol."""
+
+
+class PeerClosed(WireError):
+    """The other end closed its pipe (usually: the process died)."""
+
+
+class DeadlinePassed(WireError):
+    """No complete frame arrived before the deadline."""
+
+
+class FrameTooLarge(WireError):
+    """The peer announced a frame bigger than the reader accepts."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"frame of {size} bytes exceeds the limit of {limit} bytes")
+        self.size = size
+        self.limit = limit
+
+
+def write_frame(fd: int, data: bytes | bytearray | memoryview) -> None:
+    """Write one frame, looping over partial writes (pipes take at most their buffer size at once)."""
+    if len(data) > MAX_FRAME:
+        raise FrameTooLarge(len(data), MAX_FRAME)
+    _write_all(fd, _LENGTH.pack(len(data)))
+    _write_all(fd, data)
+
+
+def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def read_frame(fd: int, limit: int, deadline: float | None = None) -> bytes:
+    """Read one frame of at most `limit` bytes; `deadline` is a time.monotonic() value or None to block."""
+    (size,) = _LENGTH.unpack(_read_exact(fd, _LENGTH.size, deadline))
+    if size > limit:
+        raise FrameTooLarge(size, limit)
+    return _read_exact(fd, size, deadline)
+
+
+def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise DeadlinePassed(f"no reply within the deadline ({len(buf)} of {n} bytes read)")
+        chunk = os.read(fd, min(n - len(buf), 1 << 20))
+        if not chunk:
+            raise PeerClosed("the other end closed the pipe")
+        buf += chunk
+    return bytes(buf)
+
+
+def write_json(fd: int, obj: dict) -> None:
+    """Write a JSON header frame."""
+    write_frame(fd, json.dumps(obj).encode())
+
+
+def read_json(fd: int, deadline: float | None = None) -> dict:
+    """Read a JSON header frame; anything but a JSON object breaks the protocol."""
+    return parse_json(read_frame(fd, HEADER_LIMIT, deadline))
+
+
+def parse_json(data: bytes) -> dict:
+    """Parse a JSON header sent by a peer that may be hostile."""
+    try:
+        obj = json.loads(data)
+    except ValueError as exc:
+        raise WireError(f"header is not JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise WireError(f"header is a JSON {type(obj).__name__}, not an object")
+    return obj
+
+
+def encode_frame(df: pd.DataFrame) -> bytes:
+    """Serialize a DataFrame as an Arrow IPC stream, keeping its index, column names and order."""
+    table = pa.Table.from_pandas(df, preserve_index=None, nthreads=1)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def decode_frame(data: bytes) -> pd.DataFrame:
+    """Rebuild a DataFrame from an Arrow IPC stream, refusing anything that is not a plain table.
+
+    Extension types are refused because reconstructing them can run type-specific Python code.
+    """
+    try:
+        table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise WireError(f"result is not an Arrow IPC table: {exc}") from None
+    for field in table.schema:
+        if _has_extension_type(field.type):
+            raise WireError(f"column {field.name!r} has the type {field.type}, which holds an extension type")
+    return table.to_pandas(use_threads=False)
+
+
+def _has_extension_type(dtype: pa.DataType) -> bool:
+    if isinstance(dtype, pa.ExtensionType):
+        return True
+    return any(_has_extension_type(dtype.field(i).type) for i in range(dtype.num_fields))

@@ -1,0 +1,101 @@
+"""The per-chunk agent loop with the real sandbox and a real registry file."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from smolclean_dagster.core.analysts.base import AnalysisRequest, Proposal
+from smolclean_dagster.core.analysts.rules import RulesAnalyst
+from smolclean_dagster.core.drops import read_drop
+from smolclean_dagster.core.functions import CleaningFunction
+from smolclean_dagster.core.loop import ChunkWork, LoopSettings, run_chunk
+from smolclean_dagster.core.registry import RegistryStore
+from smolclean_dagster.core.steps import FinalStep, ProposalStep, VerdictStep
+
+
+class Recording:
+    """Wraps an analyst and keeps every request it was shown."""
+
+    def __init__(self, inner):
+        self.inner, self.requests, self.name = inner, [], inner.name
+
+    def propose(self, request: AnalysisRequest) -> Proposal:
+        self.requests.append(request)
+        return self.inner.propose(request)
+
+
+class Scripted:
+    """Answers with a fixed list of functions (then "clean"), like a model would."""
+
+    name = "scripted"
+    trusts_detectors = False
+
+    def __init__(self, codes: list[str]):
+        self.codes, self.requests = list(codes), []
+
+    def propose(self, request: AnalysisRequest) -> Proposal:
+        self.requests.append(request)
+        if not self.codes:
+            return Proposal(status="clean")
+        return Proposal(function=CleaningFunction.from_code(self.codes.pop(0), columns=["city"]))
+
+
+def work(df: pd.DataFrame, start: int, stop: int, holdout: pd.DataFrame) -> ChunkWork:
+    return ChunkWork(dataset="people", drop="people.csv", chunk_id=f"c{start}", rows=df.iloc[start:stop].reset_index(drop=True),
+                     holdout=holdout)
+
+
+def test_a_later_chunk_sees_the_functions_accepted_for_an_earlier_one(messy_csv, tmp_path, sandbox):
+    df = read_drop(messy_csv)
+    store = RegistryStore(tmp_path / "registry.json", "people")
+    analyst = Recording(RulesAnalyst())
+    holdout = df.iloc[50:].reset_index(drop=True)
+    first = list(run_chunk(work(df, 0, 25, holdout), analyst, store, sandbox))
+    accepted = [s.function_name for s in first if isinstance(s, VerdictStep) and s.accepted]
+    assert accepted
+    seen_before = len(analyst.requests)
+    list(run_chunk(work(df, 25, 50, holdout), analyst, store, sandbox))
+    later = analyst.requests[seen_before:]
+    if later:  # the second chunk needed the analyst: it was told about every earlier function
+        assert set(accepted) <= {s.name for s in later[0].registry}
+    # and it was shown its rows as cleaned by them: no surrounding whitespace is left to see
+    for request in later:
+        assert not request.chunk["name"].str.strip().ne(request.chunk["name"]).any()
+
+
+def test_rejected_code_is_fed_back_and_a_good_function_is_accepted(messy_csv, tmp_path, sandbox):
+    df = read_drop(messy_csv)
+    store = RegistryStore(tmp_path / "registry.json", "people")
+    bad = 'import os\n\ndef city_upper(df):\n    """Upper-case city."""\n    os.system("true")\n    return df\n'
+    raising = 'def city_boom(df):\n    """Boom."""\n    raise ValueError("no such column: town")\n'
+    good = 'def city_title(df):\n    """Title-case and strip `city`."""\n    df = df.copy()\n    df["city"] = df["city"].str.strip().str.title()\n    return df\n'
+    analyst = Scripted([bad, raising, good])
+    steps = list(run_chunk(work(df, 0, 30, df.iloc[50:]), analyst, store, sandbox, LoopSettings(max_steps=5)))
+    verdicts = [s for s in steps if isinstance(s, VerdictStep)]
+    assert [v.accepted for v in verdicts] == [False, False, True]
+    assert "os" in verdicts[0].reason
+    assert "no such column: town" in verdicts[1].reason
+    assert "rejected" in analyst.requests[1].feedback and "os" in analyst.requests[1].feedback
+    assert analyst.requests[2].rejected == ("city_upper", "city_boom")
+    assert [f.name for f in store.load().functions] == ["city_title"]
+    assert isinstance(steps[-1], FinalStep) and steps[-1].reason == "clean"
+
+
+def test_a_model_that_never_says_clean_stops_at_max_steps(messy_csv, tmp_path, sandbox):
+    df = read_drop(messy_csv)
+    noop = 'def city_same(df):\n    """Does nothing."""\n    return df\n'
+    analyst = Scripted([noop] * 10)
+    steps = list(run_chunk(work(df, 0, 30, df.iloc[50:]), analyst, RegistryStore(tmp_path / "r.json", "people"),
+                           sandbox, LoopSettings(max_steps=3)))
+    assert sum(isinstance(s, ProposalStep) for s in steps) == 3
+    assert steps[-1].reason == "max_steps"
+    assert all("made no change" in s.reason for s in steps if isinstance(s, VerdictStep))
+
+
+def test_the_held_out_rows_are_never_shown_to_the_analyst(messy_csv, tmp_path, sandbox):
+    df = read_drop(messy_csv)
+    df.loc[55, "name"] = "HELD OUT SENTINEL"
+    analyst = Recording(RulesAnalyst())
+    list(run_chunk(work(df, 0, 30, df.iloc[50:]), analyst, RegistryStore(tmp_path / "r.json", "people"), sandbox))
+    for request in analyst.requests:
+        assert "HELD OUT SENTINEL" not in request.chunk.to_csv()
