@@ -64,6 +64,10 @@ def _settings(**values: object):
     return DatasetSettings.load(**{k: v for k, v in values.items() if v is not None})
 
 
+def _log_level(args: argparse.Namespace) -> str:
+    return "INFO" if args.verbose else "WARNING"
+
+
 def _print_outcome(outcome) -> None:
     v = outcome.validation
     print(f"[{outcome.dataset}] {outcome.functions} function(s) learned from {outcome.chunks} chunk(s) of {outcome.drop}")
@@ -81,7 +85,7 @@ def _demo(args: argparse.Namespace) -> int:
     for name, filename in DEMO_FILES.items():
         settings = _settings(name=name, workdir=args.workdir, model=None, analyst="rules")
         with resources.as_file(sample / filename) as path:
-            _print_outcome(learn(settings, path, instance))
+            _print_outcome(learn(settings, path, instance, log_level=_log_level(args)))
     print(f"drop folders: {args.workdir / 'drops'}/<dataset>/  (watched by `smolclean ui --workdir {args.workdir}`)")
     return 0
 
@@ -93,7 +97,7 @@ def _learn(args: argparse.Namespace) -> int:
         name=args.name, workdir=args.workdir, instructions=args.instructions, chunk_size=args.chunk_size,
         chunk_budget=args.chunk_budget, max_steps=args.max_steps,
     )
-    _print_outcome(learn(settings, args.file))
+    _print_outcome(learn(settings, args.file, log_level=_log_level(args)))
     return 0
 
 

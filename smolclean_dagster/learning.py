@@ -76,7 +76,13 @@ def place_drop(settings: DatasetSettings, source: Path) -> Path:
     return target
 
 
-def learn(settings: DatasetSettings, source: Path, instance: dg.DagsterInstance | None = None) -> LearnOutcome:
+def learn(
+    settings: DatasetSettings,
+    source: Path,
+    instance: dg.DagsterInstance | None = None,
+    *,
+    log_level: str = "WARNING",
+) -> LearnOutcome:
     """Learn (or extend) the dataset's cleaning module from one drop, and clean that drop with it.
 
     Example:
@@ -97,6 +103,7 @@ def learn(settings: DatasetSettings, source: Path, instance: dg.DagsterInstance 
         return dg.materialize(
             [*assets, *checks], selection=selection, partition_key=partition, instance=instance,
             resources=resources, raise_on_error=False,
+            run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
         )
 
     _ok(run(["raw_data", "chunks"], key), f"reading drop {path}")

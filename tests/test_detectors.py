@@ -3,9 +3,13 @@ clean columns of numbers, dates, names, free text, emails and identifiers."""
 
 from __future__ import annotations
 
+import doctest
+
 import pandas as pd
 import pytest
 
+from smolclean_dagster.core import detectors, findings, profile
+from smolclean_dagster.core.analysts import rules
 from smolclean_dagster.core.profile import KINDS, detect_column, detect_issues, is_null_token, profile_columns
 
 
@@ -120,7 +124,7 @@ def test_numbers_with_currency_and_separators():
 
 def test_numbers_with_unit_spellings():
     f = only(["12.0 oz", "12.0 oz.", "16.0 ounce", "12.0 OZ.", "12.0"], "number_format")
-    assert f.params["units"] == ["OZ.", "oz", "oz.", "ounce"]
+    assert f.params["units"] == ["OZ.", "ounce", "oz", "oz."]
     assert f.params["unit_families"] == ["oz"]
 
 
@@ -207,3 +211,10 @@ def test_column_profile():
     assert (d.dominant_shape, d.dominant_share, d.null_tokens, d.empty, d.distinct) == ("9999-99-99", 0.6667, 1, 1, 3)
     assert by_column["city"].dominant_shape == "Aaaa"
     assert by_column["city"].dominant_share == 1.0
+
+
+@pytest.mark.parametrize(
+    "module", [profile, findings, rules, detectors.cells, *detectors.DETECTORS], ids=lambda m: m.__name__.split(".")[-1]
+)
+def test_docstring_examples_hold(module):
+    assert doctest.testmod(module).failed == 0

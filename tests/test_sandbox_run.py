@@ -185,6 +185,16 @@ def test_batch_runner_surfaces_function_errors_and_keeps_going(sandbox, frame):
         assert runner.sessions == 1
 
 
+def test_batch_runner_recovers_from_a_timeout(frame):
+    code = MODULE.replace("for fn in FUNCTIONS:", "while len(df) == 1:\n        pass\n    for fn in FUNCTIONS:")
+    with Sandbox(workers=1) as sb, sb.batch_runner(code, timeout_s=1.0) as runner:
+        assert len(runner.run(frame.head(5))) == 5
+        with pytest.raises(SandboxTimeout):
+            runner.run(frame.head(1))
+        assert len(runner.run(frame.head(5))) == 5
+        assert runner.sessions == 2
+
+
 def test_concurrent_threads_get_their_own_replies(sandbox, frame):
     results: dict[int, int] = {}
 
@@ -205,6 +215,13 @@ def test_level_reports_every_layer(sandbox):
     assert set(level.layers) == {"rlimits", "netns", "landlock", "seccomp", "fresh_fork"}
     assert level.strong == all(level.layers.values())
     assert level.describe().startswith("strong sandbox" if level.strong else "weak sandbox")
+
+
+def test_require_strong_starts_when_every_layer_is_available(sandbox):
+    if not sandbox.level.strong:
+        pytest.skip(f"this machine gives a weak sandbox: {sandbox.level.describe()}")
+    with Sandbox(require_strong=True, workers=1) as sb:
+        assert sb.level.strong
 
 
 def test_closed_sandbox_refuses_calls(frame):

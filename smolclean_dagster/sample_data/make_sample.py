@@ -204,19 +204,19 @@ def orders(rng: random.Random, n: int = 300, n_customers: int = 360) -> list[dic
     return records
 
 
-def main() -> None:
-    """Write customers.csv and orders.jsonl next to this script."""
+def main(out_dir: Path = HERE) -> None:
+    """Write customers.csv and orders.jsonl into `out_dir` (by default next to this script)."""
     rng = random.Random(SEED)
     rows = customers(rng)
-    with (HERE / "customers.csv").open("w", encoding="utf-8", newline="") as fh:
+    with (out_dir / "customers.csv").open("w", encoding="utf-8", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]), lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
     records = orders(rng, n_customers=len(rows))
-    with (HERE / "orders.jsonl").open("w", encoding="utf-8", newline="\n") as fh:
+    with (out_dir / "orders.jsonl").open("w", encoding="utf-8", newline="\n") as fh:
         for record in records:
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-    log.info("wrote %d customers and %d orders to %s", len(rows), len(records), HERE)
+    log.info("wrote %d customers and %d orders to %s", len(rows), len(records), out_dir)
 
 
 if __name__ == "__main__":

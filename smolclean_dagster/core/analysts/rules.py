@@ -88,8 +88,9 @@ def _misspellings(found: list[Finding], refined: list[Finding | None], columns: 
     for rare, frequent in f.params["mapping"].items():  # chunk-only knowledge, where the drop does not contradict it
         if rare not in mapping and rare not in targets:
             mapping[rare] = mapping.get(frequent, frequent)
-    mapping = {k: v for k, v in mapping.items() if k not in set(mapping.values())}
-    return {"column": f.column, "mapping": dict(sorted(mapping.items())), "examples": _arrows(f.examples[:2], mapping)}
+    targets = set(mapping.values())
+    mapping = {k: v for k, v in sorted(mapping.items()) if k not in targets}  # no chains: applying twice == once
+    return {"column": f.column, "mapping": mapping, "examples": _arrows(f.examples[:2], mapping)}
 
 
 def _numbers(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict | None:
@@ -163,9 +164,12 @@ class RulesAnalyst:
         findings = list(request.findings) or detect_issues(request.chunk)
         issues = tuple(Issue(description=f.message, column=f.column) for f in findings)
         taken = {s.name for s in request.registry}
+        if request.feedback:
+            log.debug("rules: chunk %s: previous proposal rejected: %s", request.chunk_id, request.feedback)
         for rule, found in _candidates(findings):
-            name = _free_name(_base_name(rule, found), taken)
-            if name in request.rejected or _base_name(rule, found) in request.rejected:
+            base = _base_name(rule, found)
+            name = _free_name(base, taken)
+            if name in request.rejected or base in request.rejected:
                 continue
             columns = [ColumnValues.of(f.column, request.chunk[f.column]) for f in found]
             refined = [self._refine(f, request) for f in found]
@@ -185,9 +189,7 @@ class RulesAnalyst:
         if reference is None or finding.column not in reference.columns or reference.empty:
             return None
         both = pd.concat([request.chunk[finding.column], reference[finding.column]], ignore_index=True)
-        detector = DETECTORS[KINDS.index(finding.kind)]
-        refined = detector.detect(ColumnValues.of(finding.column, both))
-        return refined if refined is not None and refined.kind == finding.kind else None
+        return DETECTORS[KINDS.index(finding.kind)].detect(ColumnValues.of(finding.column, both))
 
 
 def _candidates(findings: list[Finding]) -> Iterator[tuple[Rule, list[Finding]]]:

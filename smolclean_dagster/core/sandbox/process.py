@@ -108,8 +108,6 @@ class WorkerProcess:
         self.kill()
         self.start()
 
-    close = kill
-
     # ----------------------------------------------------------------- commands
 
     def command(self, header: dict, payload: bytes, *, timeout_s: float) -> tuple[dict, bytes]:

@@ -124,7 +124,10 @@ def decode_frame(data: bytes) -> pd.DataFrame:
     for field in table.schema:
         if _has_extension_type(field.type):
             raise WireError(f"column {field.name!r} has the type {field.type}, which holds an extension type")
-    return table.to_pandas(use_threads=False)
+    try:
+        return table.to_pandas(use_threads=False)
+    except Exception as exc:  # noqa: BLE001  (malformed pandas metadata can raise nearly anything)
+        raise WireError(f"result cannot be turned into a DataFrame: {type(exc).__name__}: {exc}") from None
 
 
 def _has_extension_type(dtype: pa.DataType) -> bool:

@@ -355,7 +355,8 @@ def _call(function, payload: bytes, max_output: int) -> tuple[dict, bytes]:
     except MemoryError as exc:
         return {"ok": False, "kind": "memory", "message": f"out of memory encoding the result: {exc}"}, b""
     except Exception as exc:  # noqa: BLE001
-        message = f"the returned DataFrame cannot be stored: {exc}; give every column values of one type"
+        message = (f"the returned DataFrame cannot be stored as a table: {_text_of(exc)}; give every column "
+                   f"a unique name and values of one type")
         return {"ok": False, "kind": "unconvertible", "type": type(exc).__name__, "message": message}, b""
     if len(data) > max_output:
         message = f"the result is {len(data) >> 20} MiB, over the {max_output >> 20} MiB output cap"
@@ -379,8 +380,16 @@ def _describe_failure(exc: BaseException) -> dict:
         kind = "blocked"
     else:
         kind = "function"
-    return {"ok": False, "kind": kind, "type": type(exc).__name__, "message": str(exc)[:2000],
+    return {"ok": False, "kind": kind, "type": type(exc).__name__, "message": _text_of(exc)[:2000],
             "line": line, "source_line": text[:300]}
+
+
+def _text_of(exc: BaseException) -> str:
+    """str(exc), which generated code can make raise."""
+    try:
+        return str(exc)
+    except Exception:  # noqa: BLE001
+        return "<the exception could not be turned into text>"
 
 
 if __name__ == "__main__":

@@ -1,0 +1,322 @@
+"""LLMClient: one chat completion through litellm, with retries, a rate limit, usage accounting and a cache.
+
+litellm reaches every provider with one call; it is imported only when a call is actually made (it takes
+seconds to import), with `LITELLM_LOCAL_MODEL_COST_MAP=True` set first unless the user chose otherwise,
+so importing it never fetches a price map over the network. Retries are tenacity's (litellm's own
+`num_retries` needs tenacity anyway and does not tell us how many attempts it made), and litellm's and
+the OpenAI SDK's hidden retries are switched off so that every attempt is ours and counted.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import AnalystError
+from .base import Usage
+from .cache import CachedReply, ResponseCache
+
+log = logging.getLogger("smolclean.analysts.client")
+
+Messages = list[dict[str, str]]
+
+#: HTTP statuses worth another attempt: the request was fine, the server was not (yet).
+TRANSIENT_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+
+
+class LLMSettings(BaseModel):
+    """How to reach the model and how patiently.
+
+    `model` is any litellm model string ("openai/gpt-4o-mini", "anthropic/claude-3-5-haiku-latest",
+    "ollama/qwen2.5-coder"); `api_base` points at an OpenAI-compatible server when there is one. Failed
+    calls are retried (timeouts, 429, 5xx, lost connections) up to `max_attempts` attempts in all, waiting
+    `backoff_s`, then twice as long each time plus up to `backoff_s` of jitter, at most `backoff_max_s`;
+    a 429's Retry-After is honoured (up to `max_retry_after_s`). `rpm` spaces requests at least 60/rpm
+    seconds apart in this process. With `cache_dir`, replies are kept on disk and an identical request
+    is answered from there without a call.
+
+    Example:
+        >>> LLMSettings(model="openai/gpt-4o-mini", rpm=30, cache_dir="work/llm_cache").timeout_s
+        120.0
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = Field(min_length=1, description="litellm model string, e.g. 'openai/gpt-4o-mini'")
+    api_base: str | None = Field(default=None, description="base URL of the API, e.g. http://127.0.0.1:8000/v1")
+    api_key: str | None = Field(default=None, repr=False, description="API key; never cached, logged or stored")
+    timeout_s: float = Field(default=120.0, gt=0, description="seconds one request may take")
+    max_attempts: int = Field(default=5, ge=1, le=20, description="attempts per call, the first one included")
+    backoff_s: float = Field(default=1.0, ge=0, description="first wait before a retry; doubles each time")
+    backoff_max_s: float = Field(default=30.0, ge=0, description="longest wait between two attempts")
+    max_retry_after_s: float = Field(default=120.0, ge=0, description="longest Retry-After wait honoured")
+    rpm: float | None = Field(default=None, gt=0, description="requests per minute at most; None = no limit")
+    temperature: float = Field(default=0.0, ge=0)
+    max_tokens: int = Field(default=4096, gt=0, description="longest reply, in tokens")
+    params: dict[str, Any] = Field(default_factory=dict, description="more litellm parameters (top_p, seed...)")
+    cache_dir: Path | None = Field(default=None, description="folder of cached replies; None = no cache")
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The model's reply to one request, what it cost, and where its transcript is (cache file), if kept."""
+
+    text: str
+    finish_reason: str | None
+    usage: Usage
+    transcript: Path | None = None
+
+    @property
+    def cached(self) -> bool:
+        return self.usage.cached_calls > 0
+
+
+class RateLimiter:
+    """Spaces request starts at least 60/rpm seconds apart, across the threads of this process.
+
+    A dozen lines on a monotonic clock do this; a rate-limiting library would be a dependency for no
+    more. Smooth spacing (no bursts) is also what providers' per-minute limits tolerate best.
+    """
+
+    def __init__(self, rpm: float):
+        self.interval = 60.0 / rpm
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def wait(self) -> None:
+        with self._lock:
+            now = time.monotonic()
+            start = max(now, self._next)
+            self._next = start + self.interval
+        if start > now:
+            time.sleep(start - now)
+
+
+_limiters: dict[tuple[str, str | None, float], RateLimiter] = {}
+_limiters_lock = threading.Lock()
+
+
+def _limiter(settings: LLMSettings) -> RateLimiter | None:
+    """One limiter per model, server and rate in this process, shared by every client using them."""
+    if settings.rpm is None:
+        return None
+    key = (settings.model, settings.api_base, settings.rpm)
+    with _limiters_lock:
+        return _limiters.setdefault(key, RateLimiter(settings.rpm))
+
+
+class LLMClient:
+    """Chat completions from one model, through litellm.
+
+    Example:
+        >>> client = LLMClient(LLMSettings(model="openai/gpt-4o-mini", cache_dir="work/llm_cache"))  # doctest: +SKIP
+        >>> reply = client.complete([{"role": "user", "content": "Say hi"}])                          # doctest: +SKIP
+        >>> reply.text, reply.usage.calls, reply.usage.prompt_tokens                                  # doctest: +SKIP
+        ('Hi!', 1, 9)
+    """
+
+    def __init__(self, settings: LLMSettings):
+        self.settings = settings
+        self.cache = ResponseCache(settings.cache_dir) if settings.cache_dir is not None else None
+        self._limiter = _limiter(settings)
+
+    def complete(self, messages: Messages) -> Completion:
+        """The model's reply to `messages`: from the cache when this exact request was made before.
+
+        Raises AnalystError when the model cannot be used: a refused key or an invalid request (not
+        retried), or a server still failing after `max_attempts` attempts. Those are not the model's
+        fault and would fail the same way at every step.
+        """
+        s = self.settings
+        request = {"model": s.model, "params": self._params(), "messages": messages}
+        key = ResponseCache.key(request)
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            log.debug("LLM reply for %s served from the cache (%s)", s.model, key[:12])
+            return Completion(hit.text, hit.finish_reason, Usage(cached_calls=1), self.cache.path(key))
+        litellm = import_litellm()
+        attempts = 0
+        started = time.perf_counter()
+
+        def attempt() -> Any:
+            nonlocal attempts
+            attempts += 1
+            if self._limiter is not None:
+                self._limiter.wait()
+            return litellm.completion(
+                model=s.model, messages=messages, api_base=s.api_base, api_key=s.api_key, timeout=s.timeout_s,
+                max_retries=0, num_retries=0, drop_params=True, **self._params(),
+            )
+
+        try:
+            response = self._retrying()(attempt)
+        except Exception as exc:
+            raise self._error(exc, attempts) from exc
+        latency = time.perf_counter() - started
+        choice = response.choices[0]
+        text = choice.message.content or ""
+        counts = getattr(response, "usage", None)
+        prompt_tokens = int(getattr(counts, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(counts, "completion_tokens", 0) or 0)
+        cost = _cost(litellm, response)
+        usage = Usage(
+            calls=1, attempts=attempts, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+            cost_usd=cost, latency_s=round(latency, 4),
+        )
+        log.info(
+            "LLM call to %s: %d+%d tokens, %.2f s, %d attempt(s)", s.model, prompt_tokens, completion_tokens,
+            latency, attempts,
+        )
+        transcript = None
+        if self.cache is not None:
+            transcript = self.cache.put(CachedReply(
+                key=key, request=request, text=text, finish_reason=choice.finish_reason,
+                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost,
+            ))
+        return Completion(text, choice.finish_reason, usage, transcript)
+
+    def _params(self) -> dict[str, Any]:
+        """The parameters that shape the reply (part of the cache key)."""
+        return {"temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens, **self.settings.params}
+
+    def _retrying(self) -> Any:
+        import tenacity
+
+        s = self.settings
+        return tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(s.max_attempts),
+            wait=_WaitRetryAfter(
+                tenacity.wait_exponential(multiplier=s.backoff_s, max=s.backoff_max_s)
+                + tenacity.wait_random(0, s.backoff_s),
+                cap=s.max_retry_after_s,
+            ),
+            retry=tenacity.retry_if_exception(is_transient),
+            before_sleep=self._log_retry,
+            reraise=True,
+        )
+
+    def _log_retry(self, state: Any) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        log.warning(
+            "LLM call to %s failed (%s); attempt %d of %d, next in %.2f s", self.settings.model,
+            _summary(exc), state.attempt_number, self.settings.max_attempts, state.next_action.sleep,
+        )
+
+    def _error(self, exc: Exception, attempts: int) -> Exception:
+        """The AnalystError telling the user what to check, or `exc` itself when it is not an API error."""
+        import openai  # installed with litellm, whose exceptions derive from openai's
+
+        if not isinstance(exc, openai.OpenAIError):
+            return exc  # our own bug: raise it as it is
+        s = self.settings
+        where = f"model {s.model!r}" + (f" at {s.api_base}" if s.api_base else "")
+        status = getattr(exc, "status_code", None)
+        said = _summary(exc)
+        if is_transient(exc):
+            return AnalystError(
+                f"the LLM call to {where} failed {attempts} time(s), last with {said}; check that the server is "
+                "up and reachable, or allow more with the LLM settings max_attempts / timeout_s"
+            )
+        if status == 401 or isinstance(exc, openai.AuthenticationError):
+            return AnalystError(
+                f"the LLM server refused the API key for {where} ({said}); check SMOLCLEAN_API_KEY "
+                "(setting 'api_key', --api-key)"
+            )
+        if status == 403:
+            return AnalystError(f"the API key may not use {where} ({said}); check the key's permissions")
+        if status == 404:
+            return AnalystError(
+                f"{where} was not found ({said}); check SMOLCLEAN_MODEL (a litellm model string such as "
+                "'openai/gpt-4o-mini') and SMOLCLEAN_API_BASE (OpenAI-compatible servers usually end in /v1)"
+            )
+        if "ContextWindowExceeded" in type(exc).__name__:
+            return AnalystError(
+                f"the prompt is too long for {where} ({said}); lower the dataset's chunk_size"
+            )
+        return AnalystError(
+            f"the LLM server rejected the request to {where} ({said}); check SMOLCLEAN_MODEL, SMOLCLEAN_API_BASE "
+            "and the LLM parameters"
+        )
+
+
+def import_litellm() -> Any:
+    """litellm, imported on first use with the local price map (no network fetch at import)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        import litellm
+    except ImportError as exc:
+        raise AnalystError(
+            "the LLM analyst needs litellm and tenacity: pip install 'smolclean-dagster[llm]'"
+        ) from exc
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether another attempt may succeed: timeouts, lost connections, 429 and 5xx."""
+    import openai
+
+    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError)):
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(exc, openai.OpenAIError) and status in TRANSIENT_STATUSES
+
+
+class _WaitRetryAfter:
+    """Wait what the server asked for in Retry-After (capped), else `fallback` (exponential with jitter)."""
+
+    def __init__(self, fallback: Any, cap: float):
+        self.fallback, self.cap = fallback, cap
+
+    def __call__(self, state: Any) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        after = retry_after(exc) if exc is not None else None
+        return min(after, self.cap) if after is not None else self.fallback(state)
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """Seconds the server asked us to wait (`retry-after-ms` or `Retry-After`, seconds or an HTTP date)."""
+    headers = getattr(exc, "litellm_response_headers", None) or getattr(getattr(exc, "response", None), "headers", None)
+    if not headers:
+        return None
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) / scale)
+        except ValueError:
+            try:
+                when = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError):
+                return None
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=timezone.utc)
+            return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+    return None
+
+
+def _cost(litellm: Any, response: Any) -> float:
+    """The call's cost in USD when litellm knows the model's price, else 0."""
+    try:
+        return float(litellm.completion_cost(completion_response=response) or 0.0)
+    except Exception:  # litellm raises assorted types (ModelNotMappedError, ValueError...) for unpriced models
+        return 0.0
+
+
+def _summary(exc: BaseException | None) -> str:
+    if exc is None:
+        return "no error"
+    status = getattr(exc, "status_code", None)
+    message = " ".join(str(getattr(exc, "message", None) or exc).split())
+    if len(message) > 300:
+        message = message[:300] + "..."
+    return f"{type(exc).__name__}" + (f" {status}" if status else "") + f": {message}"

@@ -1,0 +1,122 @@
+"""The command line as a user runs it: learn on an unseen file, the module on its own, apply, and the UI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+SMOLCLEAN = [sys.executable, "-m", "smolclean_dagster.cli"]
+
+
+@pytest.fixture(scope="module")
+def learned(tmp_path_factory) -> tuple[Path, Path]:
+    """A workdir where `smolclean learn` has run on a CSV the project has never seen."""
+    root = tmp_path_factory.mktemp("cli")
+    data = root / "shipments.csv"
+    rows = ["ref,carrier,weight,shipped,fragile"]
+    carriers = ["DHL", "dhl", " UPS", "ups ", "FedEx", "FEDEX"]
+    for i in range(180):
+        weight = f"{(i % 40) + 0.5} kg" if i % 3 else f"{(i % 40) + 0.5}"
+        shipped = f"2024-03-{(i % 28) + 1:02d}" if i % 5 else f"{(i % 12) + 1}/{(i % 28) + 1}/2024"
+        fragile = ["yes", "no", "Y", "N", "n/a"][i % 5]
+        rows.append(f"S{i:04d},{carriers[i % 6]},{weight},{shipped},{fragile}")
+    data.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    workdir = root / "work"
+    proc = subprocess.run([*SMOLCLEAN, "learn", str(data), "--name", "shipments", "--workdir", str(workdir)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "module:" in proc.stdout
+    return data, workdir
+
+
+def test_learned_module_runs_alone_and_keeps_every_row(learned, tmp_path):
+    data, workdir = learned
+    module = workdir / "modules" / "shipments" / "clean_shipments.py"
+    out = tmp_path / "out.csv"
+    proc = subprocess.run([sys.executable, "-I", str(module), str(data), str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    before = pd.read_csv(data, dtype=str, keep_default_na=False)
+    after = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert len(after) == len(before) and after["ref"].tolist() == before["ref"].tolist()
+    assert after["carrier"].nunique() < before["carrier"].nunique()
+
+
+def test_apply_cleans_in_batches_in_the_sandbox(learned, tmp_path):
+    data, workdir = learned
+    module = workdir / "modules" / "shipments" / "clean_shipments.py"
+    out = tmp_path / "out.parquet"
+    proc = subprocess.run([*SMOLCLEAN, "apply", str(module), str(data), "-o", str(out), "--batch-size", "50"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "4 batch(es)" in proc.stdout
+    cleaned = pd.read_parquet(out)
+    assert cleaned["ref"].tolist() == [f"S{i:04d}" for i in range(180)]
+
+
+def test_learn_on_an_unreadable_file_names_it(tmp_path):
+    bad = tmp_path / "export.xlsx"
+    bad.write_bytes(b"PK\x03\x04")
+    proc = subprocess.run([*SMOLCLEAN, "learn", str(bad), "--name", "x", "--workdir", str(tmp_path / "w")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "export.xlsx" in proc.stderr and "unknown file extension" in proc.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _graphql(port: int, query: str) -> dict:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/graphql", data=json.dumps({"query": query}).encode(),
+                                 headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=20) as resp:
+        return json.loads(resp.read())["data"]
+
+
+def test_ui_serves_the_asset_graph_and_each_chunk_trace(learned):
+    _, workdir = learned
+    port = _free_port()
+    proc = subprocess.Popen([*SMOLCLEAN, "ui", "--workdir", str(workdir), "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the UI did not start within 120 s"
+                assert proc.poll() is None, "smolclean ui exited"
+                time.sleep(1)
+        nodes = _graphql(port, "{ assetNodes { assetKey { path } } }")["assetNodes"]
+        paths = {"/".join(n["assetKey"]["path"]) for n in nodes}
+        assert {"shipments/chunk_functions", "shipments/cleaning_module", "shipments/cleaned_data"} <= paths
+        data = _graphql(
+            port,
+            '{ assetOrError(assetKey: {path: ["shipments", "chunk_functions"]}) { ... on Asset { '
+            "assetMaterializations(limit: 50) { partition metadataEntries { label ... on MarkdownMetadataEntry { mdStr } } } } } }",
+        )
+        mats = data["assetOrError"]["assetMaterializations"]
+        assert len({m["partition"] for m in mats}) == len(mats) > 1  # one trace per chunk partition
+        traces = [e["mdStr"] for m in mats for e in m["metadataEntries"] if e["label"] == "trace"]
+        assert len(traces) == len(mats)
+        assert any("| accepted |" in t and "```python" in t for t in traces)
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)

@@ -1,0 +1,285 @@
+"""The LLM analyst over real HTTP: litellm talking to a scripted OpenAI-compatible server (tests/llm_server.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from llm_server import ScriptedLLM, fail, garbage, reply
+from smolclean_dagster.core.analysts import make_analyst
+from smolclean_dagster.core.analysts.base import AnalysisRequest
+from smolclean_dagster.core.drops import read_drop
+from smolclean_dagster.core.errors import AnalystError
+from smolclean_dagster.core.export import render_module
+from smolclean_dagster.core.functions import CleaningFunction
+from smolclean_dagster.core.loop import ChunkWork, LoopSettings, run_chunk
+from smolclean_dagster.core.profile import detect_issues
+from smolclean_dagster.core.registry import Provenance, RegistryEntry, RegistryStore
+from smolclean_dagster.core.steps import ChunkTrace, FinalStep, ProposalStep, VerdictStep
+
+SPEND = '''import pandas as pd
+
+
+def parse_spend(df: pd.DataFrame) -> pd.DataFrame:
+    """Strip the dollar sign from `spend` ("$85.00" -> "85.00"); other values stay as they are."""
+    df = df.copy()
+    spend = df["spend"]
+    is_money = spend.str.startswith("$") & (spend.str.len() > 1) & (spend.str.len() <= 16)
+    df["spend"] = spend.str.slice(1).where(is_money, spend)
+    return df
+'''
+
+CITY = '''def unify_city_case(df):
+    """Strip and title-case `city` ("NEW YORK " -> "New York")."""
+    df = df.copy()
+    df["city"] = df["city"].str.strip().str.title()
+    return df
+'''
+
+STRIP_NAME = '''def strip_name(df):
+    """Remove the spaces around and inside `name` ("  Ann Lee " -> "Ann Lee")."""
+    df = df.copy()
+    df["name"] = df["name"].str.split().str.join(" ")
+    return df
+'''
+
+CLEAN = "<issues>\n</issues>\n<status>clean</status>"
+
+
+def fenced(code: str, *, issues: str = "- spend: dollar signs in amounts", status: str = "needs_more_work") -> str:
+    return f"<issues>\n{issues}\n</issues>\n<code>\n```python\n{code}```\n</code>\n<status>{status}</status>"
+
+
+@pytest.fixture
+def llm():
+    with ScriptedLLM() as server:
+        yield server
+
+
+@pytest.fixture
+def people(messy_csv: Path) -> pd.DataFrame:
+    return read_drop(messy_csv)
+
+
+def analyst(server: ScriptedLLM, tmp_path: Path, kind: str = "llm", **options):
+    """The analyst users get from settings, pointed at the scripted server, with tiny retry waits."""
+    settings = dict(
+        model="openai/test-model", api_base=server.api_base, api_key="test", cache_dir=tmp_path / "llm_cache",
+        backoff_s=0.01, backoff_max_s=0.05, timeout_s=5.0,
+    )
+    return make_analyst(kind, **{**settings, **options})
+
+
+def request(df: pd.DataFrame, step: int = 1, **values) -> AnalysisRequest:
+    chunk = df.iloc[:20].reset_index(drop=True)
+    return AnalysisRequest(dataset="people", chunk_id="c0", step=step, chunk=chunk,
+                           findings=tuple(detect_issues(chunk)), **values)
+
+
+def rows_section(prompt: str) -> str:
+    """The rows of the chunk as the prompt shows them."""
+    return prompt.split("## The rows")[1].split("## Columns")[0]
+
+
+def chunk_work(df: pd.DataFrame) -> ChunkWork:
+    holdout = df.iloc[50:].reset_index(drop=True)
+    holdout["name"] = [f"Quentin Heldout{i}" for i in range(len(holdout))]  # must never reach a prompt
+    return ChunkWork(dataset="people", drop="people.csv", chunk_id="c0", rows=df.iloc[:25].reset_index(drop=True),
+                     holdout=holdout, reference=df.iloc[25:50].reset_index(drop=True))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(fenced(SPEND), id="fenced"),
+        pytest.param(f"<think>The spend column has $ signs & I need <= 16 chars.</think>\n{fenced(SPEND)}", id="think"),
+        pytest.param(f"<issues>\n- spend: dollar signs\n</issues>\n<code>\n{SPEND}</code>\n<status>needs_more_work</status>",
+                     id="no-fences"),
+        pytest.param(f"Sure! Looking at the rows, here is what I found.\n\n{fenced(SPEND)}\n\nLet me know if you need more.",
+                     id="prose-around"),
+        pytest.param(f"Here is the function:\n\n```python\n{SPEND}```\n", id="fence-only-no-tags"),
+    ],
+)
+def test_code_with_angle_brackets_and_ampersands_survives_any_wrapping(llm, tmp_path, people, text):
+    llm.add(reply(text))
+    proposal = analyst(llm, tmp_path).propose(request(people))
+    assert proposal.error is None
+    assert proposal.function is not None and proposal.function.name == "parse_spend"
+    assert proposal.function.code == SPEND  # byte for byte: `<=`, `>` and `&` untouched
+    assert proposal.function.columns == ("spend",)
+    assert proposal.status == "needs_more_work"
+    assert proposal.model == "openai/test-model"
+    assert proposal.usage.calls == 1 and proposal.usage.prompt_tokens == 100 and proposal.usage.completion_tokens == 20
+
+
+def test_a_scripted_conversation_learns_a_module_and_a_rerun_is_served_from_the_cache(llm, tmp_path, people, sandbox):
+    llm.add(
+        reply(f"<think>Amounts carry $ & the city has case variants; start with spend.</think>\n{fenced(SPEND)}"),
+        reply(f"Next, the city.\n<issues>\n- spend: dollar signs (solved)\n- city: case variants\n</issues>\n"
+              f"<code>\n{CITY}</code>\n<status>needs_more_work</status>"),
+        reply(CLEAN),
+    )
+    store = RegistryStore(tmp_path / "registry.json", "people")
+    settings = LoopSettings(max_steps=5, instructions="amounts as plain numbers")
+    steps = list(run_chunk(chunk_work(people), analyst(llm, tmp_path), store, sandbox, settings))
+
+    verdicts = [s for s in steps if isinstance(s, VerdictStep)]
+    assert [(v.function_name, v.accepted) for v in verdicts] == [("parse_spend", True), ("unify_city_case", True)]
+    assert steps[-1] == FinalStep(step=3, reason="clean", accepted=("parse_spend", "unify_city_case"),
+                                  residual_findings=steps[-1].residual_findings)
+    module = render_module(store.load())
+    assert "def parse_spend(" in module and "def unify_city_case(" in module and "<= 16" in module
+    entry = store.load().entries[0]
+    assert entry.provenance.model == "openai/test-model" and entry.provenance.prompt_hash
+    trace = ChunkTrace(dataset="people", drop="people.csv", chunk_id="c0", rows=25, steps=tuple(steps))
+    assert (trace.usage.calls, trace.usage.cached_calls, trace.usage.prompt_tokens) == (3, 0, 300)
+    # the second step was shown the chunk as cleaned by the first function: no dollar sign is left
+    assert "$" not in rows_section(llm.requests[1].prompt)
+    assert "parse_spend" in llm.requests[1].prompt
+
+    # the same inputs again, on a fresh registry: every reply comes from the cache, no HTTP call at all
+    rerun_store = RegistryStore(tmp_path / "rerun.json", "people")
+    rerun = list(run_chunk(chunk_work(people), analyst(llm, tmp_path), rerun_store, sandbox, settings))
+    assert len(llm.requests) == 3
+    usage = ChunkTrace(dataset="people", drop="people.csv", chunk_id="c0", rows=25, steps=tuple(rerun)).usage
+    assert (usage.calls, usage.cached_calls, usage.prompt_tokens) == (0, 3, 0)
+    assert [f.code for f in rerun_store.load().functions] == [f.code for f in store.load().functions]
+
+
+def test_a_truncated_reply_is_fed_back_in_the_next_request_and_uses_a_step(llm, tmp_path, people, sandbox):
+    cut = fenced(CITY)[:120]
+    llm.add(reply(cut, finish_reason="length"), reply(fenced(CITY, issues="- city: case variants")), reply(CLEAN))
+    store = RegistryStore(tmp_path / "registry.json", "people")
+    steps = list(run_chunk(chunk_work(people), analyst(llm, tmp_path), store, sandbox, LoopSettings(max_steps=5)))
+
+    first = steps[0]
+    assert isinstance(first, ProposalStep) and first.function_name is None
+    second_prompt = llm.requests[1].prompt
+    assert "your reply could not be used" in second_prompt
+    assert "cut off" in second_prompt and "4096 tokens" in second_prompt
+    assert [s.function_name for s in steps if isinstance(s, VerdictStep) and s.accepted] == ["unify_city_case"]
+    assert steps[-1].reason == "clean" and steps[-1].step == 3
+
+
+def test_a_model_that_never_answers_in_format_uses_up_max_steps(llm, tmp_path, people, sandbox):
+    llm.add(*[reply("I think the data looks mostly fine, but the cities vary.")] * 3)
+    store = RegistryStore(tmp_path / "registry.json", "people")
+    steps = list(run_chunk(chunk_work(people), analyst(llm, tmp_path), store, sandbox, LoopSettings(max_steps=3)))
+    assert steps[-1].reason == "max_steps" and len(llm.requests) == 3
+    assert "no <code> section and no <status>" in llm.requests[2].prompt
+
+
+def test_the_prompt_holds_instructions_cleaned_rows_and_registry_but_never_held_out_rows(llm, tmp_path, people, sandbox):
+    store = RegistryStore(tmp_path / "registry.json", "people")
+    earlier = RegistryEntry(
+        function=CleaningFunction.from_code(STRIP_NAME, columns=["name"]),
+        provenance=Provenance(drop="people.csv", chunk="c-earlier", step=1, analyst="rules"),
+    )
+    store.update(lambda reg: reg.with_entry(earlier))
+    llm.add(reply(CLEAN))
+    instructions = "Spend as plain numbers; city names in title case."
+    steps = list(run_chunk(chunk_work(people), analyst(llm, tmp_path), store, sandbox,
+                           LoopSettings(instructions=instructions)))
+
+    assert steps[-1].reason == "clean"
+    (sent,) = llm.requests
+    assert sent.path == "/v1/chat/completions" and sent.body["model"] == "test-model"
+    assert sent.headers["Authorization"] == "Bearer test"
+    prompt = sent.prompt
+    assert instructions in prompt
+    assert "`strip_name` [name]: Remove the spaces around and inside `name`" in prompt
+    rows = rows_section(prompt)
+    assert '"name": "Ann Lee"' in rows and "  Ann Lee " not in rows  # the chunk as cleaned so far
+    assert '"spend": "$1200.50"' in rows  # ...and as it is where nothing has cleaned it yet
+    assert "Heldout" not in prompt
+    assert "<status>clean</status>" in prompt  # the reply format is explained
+
+
+def test_429_is_retried_after_the_servers_retry_after_and_attempts_are_counted(llm, tmp_path, people):
+    llm.add(fail(429, retry_after="1"), reply(CLEAN))
+    proposal = analyst(llm, tmp_path).propose(request(people))
+    assert proposal.status == "clean"
+    assert (proposal.usage.calls, proposal.usage.attempts) == (1, 2)
+    assert llm.requests[1].at - llm.requests[0].at >= 0.95  # honoured Retry-After, not the 0.01 s backoff
+
+
+def test_a_timeout_is_retried(llm, tmp_path, people):
+    llm.add(reply(CLEAN, delay_s=2.0), reply(CLEAN))
+    proposal = analyst(llm, tmp_path, timeout_s=0.5).propose(request(people))
+    assert proposal.status == "clean" and proposal.usage.attempts == 2
+
+
+def test_a_garbage_body_is_retried(llm, tmp_path, people):
+    llm.add(garbage(), reply(CLEAN))
+    proposal = analyst(llm, tmp_path).propose(request(people))
+    assert proposal.status == "clean" and proposal.usage.attempts == 2
+
+
+def test_500s_beyond_the_retry_budget_raise_a_clear_error(llm, tmp_path, people):
+    llm.add(*[fail(500, message="model server crashed")] * 3)
+    with pytest.raises(AnalystError, match=r"failed 3 time\(s\).*500.*model server crashed.*max_attempts"):
+        analyst(llm, tmp_path, max_attempts=3).propose(request(people))
+    assert len(llm.requests) == 3
+
+
+def test_a_bad_key_stops_at_once_and_says_what_to_check(llm, tmp_path, people):
+    llm.add(fail(401, message="invalid api key"), reply(CLEAN))
+    with pytest.raises(AnalystError, match=r"refused the API key.*invalid api key.*SMOLCLEAN_API_KEY"):
+        analyst(llm, tmp_path).propose(request(people))
+    assert len(llm.requests) == 1
+
+
+def test_an_unchanged_request_is_answered_from_the_cache_without_a_call(llm, tmp_path, people):
+    llm.add(reply(fenced(SPEND)))
+    first = analyst(llm, tmp_path, api_key="sk-secret-123").propose(request(people))
+    again = analyst(llm, tmp_path).propose(request(people))  # a new analyst: as in a new Dagster run
+    assert len(llm.requests) == 1
+    assert (first.usage.calls, first.usage.cached_calls) == (1, 0)
+    assert (again.usage.calls, again.usage.cached_calls, again.usage.prompt_tokens) == (0, 1, 0)
+    assert again.function == first.function and again.prompt_hash == first.prompt_hash
+    transcript = json.loads(Path(again.transcript).read_text(encoding="utf-8"))
+    assert transcript["text"] == fenced(SPEND) and transcript["request"]["messages"][1]["role"] == "user"
+    assert "sk-secret-123" not in Path(again.transcript).read_text(encoding="utf-8")  # the key is never stored
+    # a different request (here: feedback) is a different prompt, so a real call
+    llm.add(reply(CLEAN))
+    analyst(llm, tmp_path).propose(request(people, feedback="function x was rejected: boom"))
+    assert len(llm.requests) == 2
+
+
+def test_requests_are_spaced_by_the_rpm_limit(llm, tmp_path, people):
+    llm.add(*[reply(CLEAN)] * 3)
+    limited = analyst(llm, tmp_path, rpm=600, cache_dir=None)  # one request per 0.1 s
+    for step in (1, 2, 3):
+        limited.propose(request(people, step=step))
+    gaps = [b.at - a.at for a, b in zip(llm.requests, llm.requests[1:])]
+    assert min(gaps) >= 0.09
+
+
+def test_hybrid_asks_the_llm_only_for_what_the_rules_left(llm, tmp_path, people, sandbox):
+    llm.add(reply(fenced(SPEND)), reply(CLEAN))
+    store = RegistryStore(tmp_path / "registry.json", "people")
+    hybrid = analyst(llm, tmp_path, kind="hybrid")
+    steps = list(run_chunk(chunk_work(people), hybrid, store, sandbox, LoopSettings(max_steps=15)))
+
+    assert steps[-1].reason == "clean"
+    entries = store.load().entries
+    by_rules = [e.function.name for e in entries if e.provenance.model is None]
+    by_llm = [e.function.name for e in entries if e.provenance.model == "openai/test-model"]
+    assert by_rules and by_llm == [n for n in by_llm if n.startswith("parse_spend")] and len(by_llm) <= 1
+    first_prompt = llm.requests[0].prompt
+    assert all(f"`{name}`" in first_prompt for name in by_rules)  # the LLM came after every rule
+    assert len(llm.requests) == 2
+
+
+def test_merging_functions_over_http(llm, tmp_path):
+    merged = CITY.replace("unify_city_case", "unify_city")
+    llm.add(reply(f"<code>\n```python\n{merged}```\n</code>"), reply("<status>keep</status>"))
+    llm_analyst = analyst(llm, tmp_path)
+    functions = [CleaningFunction.from_code(CITY, columns=["city"]), CleaningFunction.from_code(STRIP_NAME, columns=["name"])]
+    result = llm_analyst.merge("people", functions)
+    assert result.function is not None and result.function.name == "unify_city" and result.error is None
+    assert "def unify_city_case(" in llm.requests[0].prompt and "def strip_name(" in llm.requests[0].prompt
+    assert llm_analyst.merge("people", functions[::-1]).function is None

@@ -1,0 +1,235 @@
+"""The rules analyst turns each finding into a templated function that fixes the dirt, is idempotent,
+keeps every row, nulls only null tokens and leaves values it does not know alone; and, looping over its
+own proposals, it cleans the demo data until no finding is left.
+
+Generated functions run in-process here (exec into a dict) to check what they do; the product runs
+them in the sandbox.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pandas as pd
+import pytest
+
+from smolclean_dagster.core.analysts.base import AnalysisRequest, RegisteredSummary
+from smolclean_dagster.core.analysts.rules import RulesAnalyst
+from smolclean_dagster.core.drops import read_drop
+from smolclean_dagster.core.functions import CleaningFunction
+from smolclean_dagster.core.profile import detect_issues, is_null_token
+from smolclean_dagster.core.sandbox.gate import check_function
+from smolclean_dagster.sample_data import CUSTOMERS_CSV, ORDERS_JSONL
+
+ALLOWED_IMPORTS = {
+    "pandas", "numpy", "re", "math", "datetime", "decimal", "json", "string", "collections", "itertools",
+    "functools", "statistics", "unicodedata", "zoneinfo", "typing", "html",
+}
+BANNED_NAMES = {"eval", "exec", "open", "getattr", "setattr", "compile", "__import__", "globals", "locals", "vars"}
+
+
+def request(chunk: pd.DataFrame, **kwargs) -> AnalysisRequest:
+    return AnalysisRequest(dataset="demo", chunk_id="c0", step=1, chunk=chunk, **kwargs)
+
+
+def load(fn: CleaningFunction):
+    namespace: dict = {}
+    exec(compile(fn.code, fn.name, "exec"), namespace)  # tests only: the product runs it in the sandbox
+    return namespace[fn.name]
+
+
+def cells(series: pd.Series) -> list[object]:
+    return [None if pd.isna(v) else v for v in series.tolist()]
+
+
+# kind, dirty column, the same column fixed; the last value of each is one the rule does not know
+RULE_CASES = {
+    "whitespace": (
+        [" Bend", "Gary ", "New  York", "two  words\nnext  line", "   ", None, "Austin"],
+        ["Bend", "Gary", "New York", "two words\nnext line", "", None, "Austin"],
+    ),
+    "null_tokens": (
+        ["N/A", "12", " null ", "None", "-", "", None, "nothing"],
+        [None, "12", None, None, None, "", None, "nothing"],
+    ),
+    "case_variants": (
+        ["New York"] * 4 + ["new york", "NEW YORK", "Boston", "Boston", "boston", "Zürich"],
+        ["New York"] * 6 + ["Boston"] * 3 + ["Zürich"],
+    ),
+    "rare_variants": (
+        ["Premium"] * 10 + ["Basic"] * 10 + ["Premum", "Gold"],
+        ["Premium"] * 10 + ["Basic"] * 10 + ["Premium", "Gold"],
+    ),
+    "number_format": (
+        [str(10 + i) for i in range(20)] + ["$1,234.56", "2500 USD", "-$5.00", "1,2 approx"],
+        [str(10 + i) for i in range(20)] + ["1234.56", "2500", "-5.00", "1,2 approx"],
+    ),
+    "date_format": (
+        ["2001-01-05"] * 5 + ["03/22/1978", "December 1, 1965", "15-Mar-85", "someday"],
+        ["2001-01-05"] * 5 + ["1978-03-22", "1965-12-01", "1985-03-15", "someday"],
+    ),
+    "boolean_spellings": (
+        ["true", "false"] * 12 + ["yes", "Y", "0", "TRUE", "n", "1", "maybe"],
+        ["true", "false"] * 12 + ["true", "true", "false", "true", "false", "true", "maybe"],
+    ),
+}
+
+
+def propose_for(kind: str, frame: pd.DataFrame, **kwargs) -> CleaningFunction:
+    findings = tuple(f for f in detect_issues(frame) if f.kind == kind)
+    assert findings, f"the {kind} detector found nothing to fix"
+    proposal = RulesAnalyst().propose(request(frame, findings=findings, **kwargs))
+    assert proposal.status == "needs_more_work" and proposal.function is not None
+    return proposal.function
+
+
+@pytest.mark.parametrize("dtype", [object, "str"])
+@pytest.mark.parametrize("kind", list(RULE_CASES))
+def test_each_rule_fixes_its_dirt_safely(kind: str, dtype: object):
+    dirty, expected = RULE_CASES[kind]
+    index = pd.Index([10 * i for i in range(len(dirty))][::-1])  # not a RangeIndex: order must survive
+    frame = pd.DataFrame({"col": pd.Series(dirty, index=index, dtype=dtype), "other": ["keep"] * len(dirty)})
+    fn = propose_for(kind, frame)
+    assert fn.columns == ("col",)
+    clean = load(fn)
+
+    out = clean(frame)
+    assert cells(out["col"]) == expected
+    assert out.index.equals(frame.index) and list(out.columns) == ["col", "other"]
+    assert out["other"].tolist() == frame["other"].tolist()
+    assert cells(frame["col"]) == dirty, "the input frame must not be modified"
+    for before, after in zip(cells(frame["col"]), cells(out["col"])):
+        if after is None and before is not None:
+            assert is_null_token(before), f"{before!r} became null"
+    again = clean(out)
+    assert cells(again["col"]) == cells(out["col"]), "not idempotent"
+    assert [f for f in detect_issues(out[["col"]]) if f.kind == kind] == []
+
+
+def test_functions_work_on_duplicate_labels_and_json_values():
+    frame = pd.DataFrame({"col": [" a", 3.5, None, "N/A", "b "]}, index=[0, 0, 1, 1, 2], dtype=object)
+    for kind, expected in (("whitespace", ["a", 3.5, None, "N/A", "b"]), ("null_tokens", [" a", 3.5, None, None, "b "])):
+        out = load(propose_for(kind, frame))(frame)
+        assert cells(out["col"]) == expected
+
+
+def generated_functions() -> list[CleaningFunction]:
+    functions = []
+    for kind, (dirty, _) in RULE_CASES.items():
+        functions.append(propose_for(kind, pd.DataFrame({"odd 'name\"\\": dirty}, dtype=object)))
+    return functions
+
+
+def test_generated_code_is_one_documented_function_with_allowed_imports_only():
+    for fn in generated_functions():
+        tree = ast.parse(fn.code)
+        functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+        others = [n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.Import, ast.ImportFrom))]
+        assert len(functions) == 1 and not others, fn.code
+        assert ast.get_docstring(functions[0]), fn.name
+        assert fn.docstring.startswith(ast.get_docstring(functions[0]).splitlines()[0])
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                assert {a.name.split(".")[0] for a in node.names} <= ALLOWED_IMPORTS
+            elif isinstance(node, ast.ImportFrom):
+                assert (node.module or "").split(".")[0] in ALLOWED_IMPORTS
+            elif isinstance(node, ast.Name):
+                assert node.id not in BANNED_NAMES
+            elif isinstance(node, ast.Attribute):
+                assert not node.attr.startswith("_"), node.attr
+        assert all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body[:-1])
+        check_function(fn.code)  # and the sandbox's own gate agrees
+
+
+def test_names_are_descriptive_deterministic_and_suffixed_when_taken():
+    frame = pd.DataFrame({"Signup Date": ["N/A", "2020-01-01"], "city": [" Bend", "Gary"]}, dtype=object)
+    first = RulesAnalyst().propose(request(frame))
+    assert first.function.name == "strip_whitespace_city"
+    assert RulesAnalyst().propose(request(frame)).function.code == first.function.code
+    taken = (RegisteredSummary(name="strip_whitespace_city", docstring=""),
+             RegisteredSummary(name="strip_whitespace_city_2", docstring=""))
+    assert RulesAnalyst().propose(request(frame, registry=taken)).function.name == "strip_whitespace_city_3"
+    nulls = RulesAnalyst().propose(request(frame[["Signup Date"]]))
+    assert nulls.function.name == "replace_null_tokens_signup_date"
+
+
+def test_one_function_per_step_and_every_finding_listed_as_an_issue():
+    frame = pd.DataFrame({"a": [" x", "N/A", "y"], "b": ["N/A", "1", "2"]}, dtype=object)
+    findings = detect_issues(frame)
+    proposal = RulesAnalyst().propose(request(frame))
+    assert len(proposal.issues) == len(findings) == 3
+    assert {i.column for i in proposal.issues} == {"a", "b"}
+    assert proposal.function.name == "strip_whitespace_a"
+    assert proposal.function.columns == ("a",)
+
+
+def test_null_tokens_of_several_columns_in_one_function_then_per_column_after_a_rejection():
+    frame = pd.DataFrame({"a": ["N/A", "x"], "b": ["null", "1"]}, dtype=object)
+    grouped = RulesAnalyst().propose(request(frame)).function
+    assert grouped.name == "replace_null_tokens_a_b" and grouped.columns == ("a", "b")
+    fallback = RulesAnalyst().propose(request(frame, rejected=(grouped.name,), feedback="too broad")).function
+    assert fallback.name == "replace_null_tokens_a"
+    rejected = (grouped.name, "replace_null_tokens_a", "replace_null_tokens_b")
+    assert RulesAnalyst().propose(request(frame, rejected=rejected)).status == "clean"
+
+
+def test_clean_when_nothing_is_left():
+    proposal = RulesAnalyst().propose(request(pd.DataFrame({"a": ["x", "y"]}, dtype=object)))
+    assert proposal.status == "clean" and proposal.function is None and proposal.issues == ()
+
+
+def test_reference_rows_decide_the_canonical_spelling():
+    chunk = pd.DataFrame({"city": ["new york"] * 3 + ["New York"] + ["Boston"] * 4}, dtype=object)
+    reference = pd.DataFrame({"city": ["New York"] * 30 + ["Boston"] * 30}, dtype=object)
+    alone = load(RulesAnalyst().propose(request(chunk)).function)(chunk)
+    assert set(alone["city"]) == {"new york", "Boston"}
+    informed = load(RulesAnalyst().propose(request(chunk, reference=reference)).function)(chunk)
+    assert set(informed["city"]) == {"New York", "Boston"}
+
+
+def test_units_are_not_stripped_when_the_drop_mixes_units():
+    chunk = pd.DataFrame({"size": ["12 oz", "12", "16 oz", "12"] * 3}, dtype=object)
+    assert RulesAnalyst().propose(request(chunk)).function.name == "normalize_numbers_size"
+    reference = pd.DataFrame({"size": ["355 ml", "12 oz", "500 ml", "12"] * 5}, dtype=object)
+    proposal = RulesAnalyst().propose(request(chunk, reference=reference))
+    assert proposal.function is None and proposal.status == "clean"
+    assert [i.column for i in proposal.issues] == ["size"]
+
+
+def clean_by_looping(frame: pd.DataFrame, reference: pd.DataFrame | None = None, max_steps: int = 20):
+    """The agent loop in miniature: propose, apply in-process, check the invariants, re-detect."""
+    analyst, registry, steps = RulesAnalyst(), [], 0
+    for steps in range(1, max_steps + 1):
+        proposal = analyst.propose(
+            AnalysisRequest(dataset="demo", chunk_id="c0", step=steps, chunk=frame,
+                            findings=tuple(detect_issues(frame)), registry=tuple(registry), reference=reference)
+        )
+        if proposal.function is None:
+            return proposal, frame, registry
+        fn = load(proposal.function)
+        out = fn(frame)
+        assert len(out) == len(frame) and out.index.equals(frame.index)
+        assert out.equals(fn(out)), f"{proposal.function.name} is not idempotent"
+        frame = out
+        registry.append(RegisteredSummary(name=proposal.function.name, docstring=proposal.function.docstring))
+    raise AssertionError(f"still proposing after {max_steps} steps: {[r.name for r in registry]}")
+
+
+@pytest.mark.parametrize("path", [CUSTOMERS_CSV, ORDERS_JSONL], ids=["customers", "orders"])
+def test_looping_on_the_demo_data_ends_clean(path):
+    raw = read_drop(path)
+    proposal, cleaned, registry = clean_by_looping(raw)
+    assert proposal.status == "clean" and detect_issues(cleaned) == []
+    assert len(registry) >= 8
+    assert cleaned.shape == raw.shape
+    nulled = cleaned.isna() & raw.notna()
+    assert nulled.to_numpy().sum() > 0
+    for column in raw.columns:
+        assert all(is_null_token(v) for v in raw.loc[nulled[column], column]), column
+
+
+def test_looping_on_a_chunk_with_the_drop_as_reference_ends_clean():
+    raw = read_drop(CUSTOMERS_CSV)
+    proposal, cleaned, registry = clean_by_looping(raw.iloc[100:150].reset_index(drop=True), reference=raw)
+    assert proposal.status == "clean" and detect_issues(cleaned) == []
+    assert any(r.name.startswith("dates_to_iso") for r in registry)
