@@ -87,7 +87,8 @@ def main() -> None:
     args = parser.parse_args()
     results = measure(args.repeats)
     results["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
-                          "kernel": platform.release(), "pandas": pd.__version__}
+                          "kernel": platform.release(), "pandas": pd.__version__,
+                          "load_average_1min": round(os.getloadavg()[0], 2)}  # medians drift on a busy box
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 

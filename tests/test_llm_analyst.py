@@ -259,18 +259,19 @@ def test_requests_are_spaced_by_the_rpm_limit(llm, tmp_path, people):
 
 
 def test_hybrid_asks_the_llm_only_for_what_the_rules_left(llm, tmp_path, people, sandbox):
-    llm.add(reply(fenced(SPEND)), reply(CLEAN))
+    upper = CITY.replace("unify_city_case", "city_upper_case").replace(".str.title()", ".str.upper()")
+    llm.add(reply(fenced(upper, issues="- city: the user wants it in upper case")), reply(CLEAN))
     store = RegistryStore(tmp_path / "registry.json", "people")
     hybrid = analyst(llm, tmp_path, kind="hybrid")
-    steps = list(run_chunk(chunk_work(people), hybrid, store, sandbox, LoopSettings(max_steps=15)))
+    settings = LoopSettings(max_steps=15, instructions="city in upper case")
+    steps = list(run_chunk(chunk_work(people), hybrid, store, sandbox, settings))
 
     assert steps[-1].reason == "clean"
-    entries = store.load().entries
-    by_rules = [e.function.name for e in entries if e.provenance.model is None]
-    by_llm = [e.function.name for e in entries if e.provenance.model == "openai/test-model"]
-    assert by_rules and by_llm == [n for n in by_llm if n.startswith("parse_spend")] and len(by_llm) <= 1
-    first_prompt = llm.requests[0].prompt
-    assert all(f"`{name}`" in first_prompt for name in by_rules)  # the LLM came after every rule
+    written_by = [(e.function.name, e.provenance.model) for e in store.load().entries]
+    assert written_by[-1] == ("city_upper_case", "openai/test-model")
+    by_rules = [name for name, model in written_by[:-1] if model is None]
+    assert by_rules and len(by_rules) == len(written_by) - 1
+    assert all(f"`{name}`" in llm.requests[0].prompt for name in by_rules)  # the LLM came after every rule
     assert len(llm.requests) == 2
 
 

@@ -13,20 +13,23 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pandas as pd
 import pytest
 
 from smolclean_dagster.sandbox import ResourceLimitExceeded, Sandbox, SandboxCrashed, SandboxError, SandboxTimeout
 
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel layers are Linux-only")
+
 FRAME = pd.DataFrame({"a": [1.0, None, 3.0]})
 SECRET = "sk-attack-test-0123456789"
 
 
 @pytest.fixture(scope="module")
-def sandboxes() -> Iterator[dict]:
+def sandboxes() -> Iterator[Callable[..., Sandbox]]:
     """Sandboxes by the layers they leave off, started on first use and shared by this module."""
     opened: dict[frozenset[str], Sandbox] = {}
 
@@ -327,6 +330,25 @@ def test_a_huge_allocation_fails_fast_under_the_memory_cap(full, sandboxes):
     assert isinstance(attempt(full, "def f(df):\n    return bytearray(10 * 2**30)\n"), ResourceLimitExceeded)
     assert isinstance(attempt(full, ALLOCATE_2_GIB), ResourceLimitExceeded)  # memory_mb=1024 here
     assert isinstance(attempt(sandboxes("rlimits"), ALLOCATE_2_GIB), pd.DataFrame)
+
+
+RAISE_THE_CAP = ("import resource\n" + ALLOCATE_2_GIB.replace(
+    "def f(df):\n", "def f(df):\n    resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY,) * 2)\n"))
+
+
+def test_root_cannot_lift_its_own_memory_cap(full, sandboxes):
+    needs(full, "rlimits", "seccomp")
+    stopped = attempt(full, RAISE_THE_CAP)
+    # Python reports the EPERM from the seccomp filter as this ValueError.
+    assert isinstance(stopped, SandboxError) and "not allowed to raise maximum limit" in str(stopped)
+    if _has_cap_sys_resource():  # without it the kernel refuses anyway and seccomp makes no difference
+        assert isinstance(attempt(sandboxes("seccomp"), RAISE_THE_CAP), pd.DataFrame)
+
+
+def _has_cap_sys_resource() -> bool:
+    with open("/proc/self/status") as status:
+        effective = next(line for line in status if line.startswith("CapEff:"))
+    return bool(int(effective.split()[1], 16) & (1 << 24))  # CAP_SYS_RESOURCE
 
 
 def test_a_gil_holding_loop_is_killed_at_the_deadline_and_the_pool_recovers(full):

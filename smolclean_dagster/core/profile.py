@@ -21,6 +21,9 @@ __all__ = ["KINDS", "ColumnProfile", "Finding", "detect_column", "detect_issues"
 
 #: Values longer than this are shaped by their start only: free text has no dominant shape anyway.
 SHAPE_PREFIX = 30
+_ASCII_SHAPES = str.maketrans(
+    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", "9" * 10 + "A" * 26 + "a" * 26
+)
 
 
 class ColumnProfile(BaseModel):
@@ -42,16 +45,17 @@ class ColumnProfile(BaseModel):
     dominant_share: float
 
 
-def value_shapes(values: pd.Index) -> pd.Index:
-    """The shape of each value: digits -> 9, A-Z -> A, other letters -> a, everything else kept.
+def value_shape(value: str) -> str:
+    """The shape of a value: digits -> 9, A-Z -> A, other letters -> a, everything else kept.
 
     Example:
-        >>> list(value_shapes(pd.Index(["2020-03-22", "New York"])))
-        ['9999-99-99', 'Aaa Aaaa']
+        >>> value_shape("2020-03-22"), value_shape("New York")
+        ('9999-99-99', 'Aaa Aaaa')
     """
-    text = pd.Series(values, dtype=object).str.slice(0, SHAPE_PREFIX)
-    shapes = text.str.replace(r"\d", "9", regex=True).str.replace(r"[A-Z]", "A", regex=True)
-    return pd.Index(shapes.str.replace(r"[^\W\dA_]", "a", regex=True), dtype=object)
+    shape = value[:SHAPE_PREFIX].translate(_ASCII_SHAPES)
+    if shape.isascii():
+        return shape
+    return "".join("9" if c.isdigit() else ("A" if c.isupper() else "a") if c.isalpha() else c for c in shape)
 
 
 def profile_columns(df: pd.DataFrame) -> list[ColumnProfile]:
@@ -64,22 +68,20 @@ def profile_columns(df: pd.DataFrame) -> list[ColumnProfile]:
     profiles = []
     for name in df.columns:
         column = ColumnValues.of(name, df[name])
-        values = column.meaningful
-        tokens = int(column.counts[column.token_mask.to_numpy()].sum())
-        if values.empty:
-            shape, share = "", 0.0
-        else:
-            by_shape = values.groupby(value_shapes(values.index)).sum().sort_values(ascending=False, kind="stable")
-            shape, share = str(by_shape.index[0]), round(float(by_shape.iloc[0] / values.sum()), 4)
+        shapes: dict[str, int] = {}
+        for value, n in column.meaningful.items():
+            shape = value_shape(value)
+            shapes[shape] = shapes.get(shape, 0) + n
+        shape = min(shapes, key=lambda s: (-shapes[s], s)) if shapes else ""
         profiles.append(
             ColumnProfile(
                 column=str(name),
                 cells=len(df),
-                empty=len(df) - int(column.counts.sum()),
-                null_tokens=tokens,
-                distinct=len(values),
+                empty=len(df) - sum(column.counts.values()),
+                null_tokens=sum(column.tokens.values()),
+                distinct=len(column.meaningful),
                 dominant_shape=shape,
-                dominant_share=share,
+                dominant_share=round(shapes[shape] / column.n_meaningful, 4) if shapes else 0.0,
             )
         )
     return profiles
@@ -88,7 +90,7 @@ def profile_columns(df: pd.DataFrame) -> list[ColumnProfile]:
 def detect_column(name: str, series: pd.Series) -> list[Finding]:
     """Run every detector over one column, in priority order."""
     column = ColumnValues.of(name, series)
-    if column.counts.empty:
+    if not column.counts:
         return []
     return [f for d in DETECTORS if (f := d.detect(column)) is not None]
 

@@ -17,7 +17,7 @@ The tags are markers, not XML: nothing is parsed as XML, so code may hold `<`, `
 (the competitor lost replies to `<=` in code). What the parser forgives, because real models do it:
 a `<think>...</think>` preamble (or only its closing tag), prose around and between the sections, code
 with or without a ``` fence inside `<code>`, no `<code>` tag at all but a fenced block with a `def`,
-HTML-escaped code (`&lt;`), a missing `</code>` when another section follows, a missing `<status>`
+HTML-escaped code (`&lt;`, when every `<`, `>`, `&` is escaped or the code only parses unescaped), a missing `</code>` when another section follows, a missing `<status>`
 when a function is given, and the competitor's `<chunk_status>` / `<issues_detected>` tag names.
 
 What it does not forgive raises ReplyError (the model's fault): its message is written to be shown
@@ -218,8 +218,15 @@ def _function(code: str, rest: str, columns: list[str] | tuple[str, ...]) -> Cle
 
 
 def _unescaped(code: str) -> str:
-    """`code`, HTML-unescaped when a model escaped it as if it were XML (and only then)."""
-    if _ENTITY.search(code) and not _parses(code):
+    """`code`, HTML-unescaped when a model escaped it as if it were XML (and only then).
+
+    Escaped means: the code does not parse as written but does unescaped (`if n &lt; 3:`), or every
+    `<`, `>` and `&` in it is written as an entity (then even strings were escaped: `"&lt;b&gt;"`).
+    """
+    if not _ENTITY.search(code):
+        return code
+    everywhere = not re.search(r"[<>]", code) and not re.search(r"&(?!(lt|gt|amp|quot|#\d+);)", code)
+    if everywhere or not _parses(code):
         candidate = html.unescape(code)
         if _parses(candidate):
             return candidate

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pandas as pd
-
 from ..findings import Finding
 from .cells import ColumnValues, top_examples
 
@@ -24,30 +22,27 @@ def detect(column: ColumnValues) -> Finding | None:
     case variant (the case detector's job).
 
     Example:
+        >>> import pandas as pd
         >>> col = ColumnValues.of("active", pd.Series(["yes", "yes", "no", "Y", "true", "0"]))
         >>> detect(col).params["mapping"]
         {'0': 'no', 'no': 'no', 'true': 'yes', 'y': 'yes', 'yes': 'yes'}
     """
     values = column.meaningful
-    if values.empty:
+    known = {v: n for v, n in values.items() if v.casefold() in SPELLINGS}
+    keys = {v.casefold() for v in known}
+    if sum(known.values()) < MIN_BOOLEAN_SHARE * sum(values.values()) or len(keys) <= 2 or all(k.isdigit() for k in keys):
         return None
-    keys = pd.Series(values.index, dtype=object).str.casefold()
-    known = keys.isin(SPELLINGS).to_numpy()
-    if values[known].sum() < MIN_BOOLEAN_SHARE * values.sum() or keys[known].nunique() <= 2:
+    by_pair: dict[tuple[str, str], int] = {}
+    for value, n in known.items():
+        pair = SPELLINGS[value.casefold()][0]
+        by_pair[pair] = by_pair.get(pair, 0) + n
+    pair = max(by_pair, key=lambda p: (by_pair[p], p))
+    canonical = {truth: _spelling(known, pair, truth) for truth in (True, False)}
+    mapping = {key: canonical[SPELLINGS[key][1]] for key in sorted(keys)}
+    changed = {v: n for v, n in known.items() if v != canonical[SPELLINGS[v.casefold()][1]]}
+    if not changed:
         return None
-    frame = pd.DataFrame({"value": values.index[known].astype(str), "n": values.to_numpy()[known], "key": keys[known]})
-    if frame["key"].str.isdigit().all():
-        return None
-    frame["pair"] = frame["key"].map(lambda k: SPELLINGS[k][0])
-    frame["truth"] = frame["key"].map(lambda k: SPELLINGS[k][1])
-    pair = frame.groupby("pair")["n"].sum().sort_values(ascending=False, kind="stable").index[0]
-    canonical = {truth: _spelling(frame, pair, truth) for truth in (True, False)}
-    mapping = {key: canonical[truth] for key, truth in sorted(zip(frame["key"], frame["truth"]))}
-    changed = frame[frame["value"] != frame["truth"].map(canonical)]
-    if changed.empty:
-        return None
-    counts = pd.Series(changed["n"].to_numpy(), index=changed["value"].to_numpy())
-    n = int(counts.sum())
+    n = sum(changed.values())
     return Finding(
         kind=KIND,
         column=column.name,
@@ -56,20 +51,18 @@ def detect(column: ColumnValues) -> Finding | None:
             f"{n} cells of {column.name!r} spell yes/no differently from the usual "
             f"{canonical[True]!r}/{canonical[False]!r}"
         ),
-        examples=top_examples(counts),
+        examples=top_examples(changed),
         params={"mapping": mapping, "true": canonical[True], "false": canonical[False]},
     )
 
 
-def _spelling(frame: pd.DataFrame, pair: tuple[str, str], truth: bool) -> str:
+def _spelling(known: dict[str, int], pair: tuple[str, str], truth: bool) -> str:
     """The most frequent written form of one side of `pair`, or the pair's word in the case of the other side."""
-    side = frame[(frame["pair"] == pair) & (frame["truth"] == truth)].sort_values(
-        ["n", "value"], ascending=[False, True], kind="stable"
-    )
-    if not side.empty:
-        return str(side["value"].iloc[0])
+    side = [v for v in known if SPELLINGS[v.casefold()] == (pair, truth)]
+    if side:
+        return min(side, key=lambda v: (-known[v], v))
     word = pair[0 if truth else 1]
-    other = _spelling(frame, pair, not truth)
+    other = _spelling(known, pair, not truth)
     if other.isupper():
         return word.upper()
     return word.title() if other[:1].isupper() else word

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import pandas as pd
+import re
 
 from ..findings import Finding
 from .cells import ColumnValues, top_examples
@@ -12,6 +12,8 @@ KIND = "case_variants"
 #: A column repeats its values when it has at most this many distinct values per cell. Case carries
 #: meaning in identifiers and codes, which rarely repeat; categories repeat.
 MAX_DISTINCT_SHARE = 0.5
+_DIGIT = re.compile(r"\d")
+_LETTER = re.compile(r"[^\W\d_]")
 
 
 def detect(column: ColumnValues) -> Finding | None:
@@ -23,6 +25,7 @@ def detect(column: ColumnValues) -> Finding | None:
     mixed-case spelling ("New York"), then to the alphabetically first.
 
     Example:
+        >>> import pandas as pd
         >>> col = ColumnValues.of("city", pd.Series(["New York", "new york", "New York", "Gary", "Gary"]))
         >>> detect(col).params
         {'mapping': {'new york': 'New York'}}
@@ -30,7 +33,7 @@ def detect(column: ColumnValues) -> Finding | None:
     mapping, variants = case_mapping(column.meaningful)
     if not mapping:
         return None
-    n = int(variants.sum())
+    n = sum(variants.values())
     return Finding(
         kind=KIND,
         column=column.name,
@@ -41,21 +44,27 @@ def detect(column: ColumnValues) -> Finding | None:
     )
 
 
-def case_mapping(values: pd.Series) -> tuple[dict[str, str], pd.Series]:
+def _mixed(value: str) -> bool:
+    return value != value.lower() and value != value.upper()
+
+
+def case_mapping(values: dict[str, int]) -> tuple[dict[str, str], dict[str, int]]:
     """From value->cells counts: {case-folded value: canonical spelling} for values with case variants,
-    and the counts of the non-canonical spellings."""
-    empty = ({}, values.iloc[:0])
-    keys = pd.Series(values.index, dtype=object).str.casefold()
-    if not keys.duplicated().any() or keys.nunique() > MAX_DISTINCT_SHARE * values.sum():
-        return empty
-    frame = pd.DataFrame({"value": values.index.astype(str), "n": values.to_numpy(), "key": keys.to_numpy()})
-    frame = frame[frame["key"].duplicated(keep=False) & ~frame["value"].str.contains(r"\d", regex=True)]
-    frame["mixed"] = (frame["value"] != frame["value"].str.lower()) & (frame["value"] != frame["value"].str.upper())
-    restyled = ~frame.groupby("key")["mixed"].transform("all").astype(bool)
-    frame = frame[restyled & frame["value"].str.contains(r"[^\W\d_]", regex=True)]
-    if frame.empty:
-        return empty
-    frame = frame.sort_values(["key", "n", "mixed", "value"], ascending=[True, False, False, True], kind="stable")
-    canonical = frame.groupby("key", sort=True)["value"].first()
-    variants = frame[frame["value"] != frame["key"].map(canonical)]
-    return dict(canonical.items()), pd.Series(variants["n"].to_numpy(), index=variants["value"].to_numpy())
+    and the cells of each non-canonical spelling."""
+    groups: dict[str, list[str]] = {}
+    for value in values:
+        groups.setdefault(value.casefold(), []).append(value)
+    if len(groups) == len(values) or len(groups) > MAX_DISTINCT_SHARE * sum(values.values()):
+        return {}, {}
+    mapping: dict[str, str] = {}
+    variants: dict[str, int] = {}
+    for key in sorted(groups):
+        spellings = groups[key]
+        if len(spellings) < 2 or _DIGIT.search(key) or not _LETTER.search(key):
+            continue
+        if all(_mixed(s) for s in spellings):
+            continue
+        canonical = min(spellings, key=lambda s: (-values[s], not _mixed(s), s))
+        mapping[key] = canonical
+        variants.update({s: values[s] for s in spellings if s != canonical})
+    return mapping, variants

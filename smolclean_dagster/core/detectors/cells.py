@@ -1,12 +1,17 @@
 """ColumnValues: the text cells of one column, counted by distinct value, as every detector reads them.
 
-Detectors work on distinct values with their cell counts instead of on cells: a 50k-row column
-usually holds a few hundred distinct values, so every regex and parse runs once per value.
+Detectors work on distinct values with their cell counts instead of on cells: a 50k-row column usually
+holds a few hundred distinct values, so every regex and parse runs once per value. Counting is pandas
+(`value_counts`); the per-value work is plain Python over the distinct values, because pandas string
+methods loop in Python over object arrays anyway and their per-call overhead dominates on the 50-row
+chunks the agent loop profiles at every step.
 The null-token vocabulary lives here because "which cells mean something" depends on it.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -24,6 +29,7 @@ NULL_TOKENS = frozenset(
 
 #: Runs of horizontal whitespace; line breaks inside a cell are kept (they carry structure).
 REPEATED_SPACES = r"[^\S\r\n]{2,}"
+_REPEATED = re.compile(REPEATED_SPACES)
 
 MAX_EXAMPLES = 3
 
@@ -38,6 +44,11 @@ def is_null_token(value: object) -> bool:
     return isinstance(value, str) and (value.strip() == "" or value.strip().casefold() in NULL_TOKENS)
 
 
+def normalise(value: str) -> str:
+    """A value as the column means it: stripped, runs of spaces collapsed to one."""
+    return _REPEATED.sub(" ", value.strip())
+
+
 def text_cells(series: pd.Series) -> pd.Series:
     """The cells of `series` that hold text (JSON drops may hold numbers, lists or nulls beside it)."""
     if pd.api.types.is_string_dtype(series.dtype) and series.dtype != object:
@@ -45,63 +56,60 @@ def text_cells(series: pd.Series) -> pd.Series:
     return series[series.apply(isinstance, args=(str,))]
 
 
-def top_examples(counts: pd.Series, limit: int = MAX_EXAMPLES) -> tuple[str, ...]:
-    """The most frequent values of a value->count series, ties broken by value: stable examples."""
-    if counts.empty:
-        return ()
-    frame = pd.DataFrame({"value": counts.index.astype(str), "n": counts.to_numpy()})
-    frame = frame.sort_values(["n", "value"], ascending=[False, True], kind="stable")
-    return tuple(frame["value"].head(limit))
+def top_examples(counts: Mapping[str, int], limit: int = MAX_EXAMPLES) -> tuple[str, ...]:
+    """The most frequent values of a value->cells mapping, ties broken by value: stable examples."""
+    return tuple(v for v, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:limit])
+
+
+def share(values: Mapping[str, int], matches: re.Pattern[str]) -> float:
+    """The share of the cells whose value `matches` (re.match: at the start)."""
+    total = sum(values.values())
+    return sum(n for v, n in values.items() if matches.match(v)) / total if total else 0.0
 
 
 @dataclass(frozen=True)
 class ColumnValues:
     """The text cells of one column as distinct values with cell counts.
 
-    `counts` maps each distinct raw non-empty text to its number of cells. `meaningful` maps each
-    distinct value as the column means it (stripped, repeated spaces collapsed) to its cells, without
-    empty strings and null tokens: what the value-level detectors read.
+    `counts` maps each distinct raw non-empty text to its number of cells; `tokens` the raw null tokens
+    among them; `meaningful` each distinct value as the column means it (see `normalise`) to its cells,
+    without empty strings and null tokens: what the value-level detectors read.
 
     Example:
         >>> col = ColumnValues.of("city", pd.Series([" Bend", "Bend", "N/A", ""]))
-        >>> col.counts.to_dict(), col.meaningful.to_dict()
-        ({' Bend': 1, 'Bend': 1, 'N/A': 1}, {'Bend': 2})
+        >>> col.counts, col.tokens, col.meaningful
+        ({' Bend': 1, 'Bend': 1, 'N/A': 1}, {'N/A': 1}, {'Bend': 2})
     """
 
     name: str
-    counts: pd.Series = field(repr=False)
+    counts: dict[str, int] = field(repr=False)
     n_rows: int = 0
 
     @classmethod
-    def of(cls, name: str, series: pd.Series) -> ColumnValues:
+    def of(cls, name: object, series: pd.Series) -> ColumnValues:
         """Count the non-empty text cells of `series`."""
-        text = text_cells(series)
-        counts = text[text != ""].value_counts(sort=False)
-        counts.index = pd.Index(counts.index.astype(str), dtype=object)
-        return cls(name=str(name), counts=counts.astype("int64"), n_rows=len(series))
+        counted = text_cells(series).value_counts(sort=False)
+        counts = {str(v): int(n) for v, n in zip(counted.index, counted.to_numpy()) if v != ""}
+        return cls(name=str(name), counts=counts, n_rows=len(series))
 
     @cached_property
-    def stripped(self) -> pd.Index:
-        """Each distinct raw value stripped and with repeated spaces collapsed (aligned with `counts`)."""
-        index = pd.Series(self.counts.index, dtype=object)
-        return pd.Index(index.str.strip().str.replace(REPEATED_SPACES, " ", regex=True), dtype=object)
+    def tokens(self) -> dict[str, int]:
+        """Cells per distinct raw value that is a null token."""
+        return {v: n for v, n in self.counts.items() if v.strip().casefold() in NULL_TOKENS}
 
     @cached_property
-    def token_mask(self) -> pd.Series:
-        """True for the distinct raw values that are null tokens (aligned with `counts`)."""
-        return pd.Series(self.stripped.str.casefold().isin(NULL_TOKENS), index=self.counts.index)
-
-    @cached_property
-    def meaningful(self) -> pd.Series:
+    def meaningful(self) -> dict[str, int]:
         """Cells per normalised value, without empties and null tokens."""
-        keep = (~self.token_mask.to_numpy()) & (self.stripped != "")
-        if not keep.any():
-            return pd.Series(dtype="int64", index=pd.Index([], dtype=object))
-        grouped = pd.Series(self.counts.to_numpy()[keep], index=self.stripped[keep]).groupby(level=0, sort=True).sum()
-        grouped.index = pd.Index(grouped.index, dtype=object)
-        return grouped.astype("int64")
+        values: dict[str, int] = {}
+        for raw, n in self.counts.items():
+            if raw in self.tokens:
+                continue
+            value = normalise(raw)
+            if value:
+                values[value] = values.get(value, 0) + n
+        return values
 
     @property
     def n_meaningful(self) -> int:
         """Cells holding a value (not empty, not a null token)."""
-        return int(self.meaningful.sum())
+        return sum(self.meaningful.values())

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from ..findings import Finding
@@ -22,6 +24,11 @@ DATE_SHAPE = (
     r"(?=.*\d)(?:.*\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}.*|"
     r"(?i:.*\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\b.*))"
 )
+
+_ISO = re.compile(ISO)
+_SHAPE = re.compile(DATE_SHAPE)
+_LETTERS = re.compile(r"[^\W\d_]")
+_NUMERIC = re.compile(r"(\d{1,2})[/.-](\d{1,2})[/.-]\d{2,4}\b")
 
 YEAR_FIRST = ("%Y-%m-%d", "%Y/%m/%d", "%Y.%m.%d")
 MONTH_FIRST = ("%m/%d/%Y", "%m/%d/%y", "%m-%d-%Y", "%m.%d.%Y")
@@ -58,74 +65,75 @@ def detect(column: ColumnValues) -> Finding | None:
         (2, ['%m/%d/%Y', '%B %d, %Y'], False)
     """
     values = column.meaningful
-    if values.empty:
+    total = sum(values.values())
+    if not total or sum(n for v, n in values.items() if 6 <= len(v) <= 40 and _SHAPE.match(v)) < MIN_DATE_SHARE * total:
         return None
-    words = pd.Series(values.index, dtype=object)
-    shaped = words.str.len().between(6, 40) & words.str.fullmatch(DATE_SHAPE)
-    if values[shaped.to_numpy()].sum() < MIN_DATE_SHARE * values.sum():
-        return None
-    dayfirst = _day_first(words, values)
-    labels = _classify(words, values, candidate_formats(dayfirst))
+    dayfirst = _day_first(values)
+    formats = candidate_formats(dayfirst)
+    labels = _classify(values, formats)
     if labels is None:
         return None
-    cells = pd.Series(values.to_numpy(), index=labels.to_numpy()).groupby(level=0).sum()
+    cells: dict[str, int] = {}
+    for value, label in labels.items():
+        cells[label] = cells.get(label, 0) + values[value]
     if len(cells) < 2:
         return None
-    to_fix = (labels.notna() & (labels != ISO_LABEL)).to_numpy()
-    counts = pd.Series(values.to_numpy()[to_fix], index=values.index[to_fix])
-    formats = [f for f in candidate_formats(dayfirst) if f in cells.index]
-    dominant = str(cells.sort_values(ascending=False, kind="stable").index[0])
-    n = int(counts.sum())
+    to_fix = {v: values[v] for v, label in labels.items() if label != ISO_LABEL}
+    seen = [f for f in formats if f in cells]
+    dominant = max(cells, key=lambda label: (cells[label], label))
+    n = sum(to_fix.values())
     return Finding(
         kind=KIND,
         column=column.name,
         count=n,
         message=(
-            f"{n} cells of {column.name!r} write dates in {len(cells) - (ISO_LABEL in cells.index)} format(s) "
-            f"other than ISO 8601 ({', '.join(formats)}); the most common is {dominant}"
+            f"{n} cells of {column.name!r} write dates in {len(seen)} format(s) other than ISO 8601 "
+            f"({', '.join(seen)}); the most common is {dominant}"
         ),
-        examples=top_examples(counts),
-        params={
-            "formats": formats,
-            "dominant": dominant,
-            "dayfirst": dayfirst,
-            "format_cells": {str(k): int(v) for k, v in cells.items()},
-        },
+        examples=top_examples(to_fix),
+        params={"formats": seen, "dominant": dominant, "dayfirst": dayfirst, "format_cells": cells},
     )
 
 
-def _day_first(words: pd.Series, values: pd.Series) -> bool:
-    parts = words.str.extract(r"^(\d{1,2})[/.-](\d{1,2})[/.-]\d{2,4}\b").astype(float)
-    first, second = parts[0], parts[1]
-    day_first = int(values[((first > 12) & (second <= 12)).to_numpy()].sum())
-    month_first = int(values[((second > 12) & (first <= 12)).to_numpy()].sum())
+def _day_first(values: dict[str, int]) -> bool:
+    day_first = month_first = 0
+    for value, n in values.items():
+        m = _NUMERIC.match(value)
+        if m:
+            first, second = int(m[1]), int(m[2])
+            day_first += n * (first > 12 >= second)
+            month_first += n * (second > 12 >= first)
     return day_first > month_first
 
 
-def _classify(words: pd.Series, values: pd.Series, formats: tuple[str, ...]) -> pd.Series | None:
-    """The format of each distinct value (ISO_LABEL, a strptime format, or None), or None when the
+def _classify(values: dict[str, int], formats: tuple[str, ...]) -> dict[str, str] | None:
+    """The format of each distinct value that parses (ISO_LABEL or a strptime format), or None when the
     column is not mostly dates. The most frequent values go first so non-date columns fail fast."""
-    order = values.to_numpy().argsort(kind="stable")[::-1]
-    head, tail = order[:SAMPLE_VALUES], order[SAMPLE_VALUES:]
-    head_labels = _labels(words.iloc[head], formats)
-    if values.iloc[head][head_labels.notna().to_numpy()].sum() < MIN_DATE_SHARE * values.iloc[head].sum():
+    ranked = sorted(values, key=lambda v: (-values[v], v))
+    head, tail = ranked[:SAMPLE_VALUES], ranked[SAMPLE_VALUES:]
+    labels = _labels(head, formats)
+    if sum(values[v] for v in labels) < MIN_DATE_SHARE * sum(values[v] for v in head):
         return None
-    labels = pd.concat([head_labels, _labels(words.iloc[tail], formats)]).reindex(words.index)
-    if values[labels.notna().to_numpy()].sum() < MIN_DATE_SHARE * values.sum():
+    labels.update(_labels(tail, formats))
+    if sum(values[v] for v in labels) < MIN_DATE_SHARE * sum(values.values()):
         return None
     return labels
 
 
-def _labels(words: pd.Series, formats: tuple[str, ...]) -> pd.Series:
-    labels = pd.Series(None, index=words.index, dtype=object)
-    if words.empty:
-        return labels
-    labels[words.str.fullmatch(ISO)] = ISO_LABEL
-    timed = words.str.contains(":", regex=False)
+def _labels(words: list[str], formats: tuple[str, ...]) -> dict[str, str]:
+    labels = {w: ISO_LABEL for w in words if _ISO.fullmatch(w)}
+    # a format only sees the values that can fit it: with or without a time, with or without words
+    pending: dict[tuple[bool, bool], list[str]] = {}
+    for w in words:
+        if w not in labels:
+            pending.setdefault((":" in w, bool(_LETTERS.search(w))), []).append(w)
     for fmt in formats:
-        pending = labels.isna() & (timed if has_time(fmt) else ~timed)
-        if not pending.any():
+        kind = (has_time(fmt), any(d in fmt for d in ("%B", "%b", "%A", "%a", "%p")))
+        todo = pending.get(kind)
+        if not todo:
             continue
-        parsed = pd.to_datetime(words[pending], format=fmt, errors="coerce")
-        labels[parsed[parsed.notna()].index] = fmt
+        parsed = pd.to_datetime(pd.Series(todo, dtype=object), format=fmt, errors="coerce")
+        hits = parsed.notna().to_numpy()
+        labels.update((w, fmt) for w, hit in zip(todo, hits) if hit)
+        pending[kind] = [w for w, hit in zip(todo, hits) if not hit]
     return labels

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import pandas as pd
+import re
 
 from ..findings import Finding
-from .cells import ColumnValues, top_examples
+from .cells import ColumnValues, share, top_examples
 
 KIND = "null_tokens"
+
+_WORDY = re.compile(r".*\w")
+_CAPITALISED = re.compile(r"[A-Z][^\W\d_A-Z]+")
 
 
 def detect(column: ColumnValues) -> Finding | None:
@@ -18,38 +21,26 @@ def detect(column: ColumnValues) -> Finding | None:
     count only where most values are not capitalised words: in a column of first names they are names.
 
     Example:
+        >>> import pandas as pd
         >>> detect(ColumnValues.of("ibu", pd.Series(["N/A", "20", "null", "35"]))).params
         {'tokens': ['n/a', 'null']}
     """
-    tokens = column.token_mask.to_numpy().copy()
-    if not tokens.any():
+    tokens = dict(column.tokens)
+    if not tokens:
         return None
-    written = pd.Series(column.stripped[tokens], dtype=object)
-    doubtful = pd.Series(False, index=written.index)
-    if _share(column, r".*\w") < 0.5:
-        doubtful |= ~written.str.contains(r"\w", regex=True)
-    if _share(column, r"[A-Z][^\W\d_A-Z]+") >= 0.5:
-        doubtful |= written.str.fullmatch(r"[A-Z][^\W\d_A-Z]+")
-    tokens[tokens] = ~doubtful.to_numpy()
-    if not tokens.any():
+    if share(column.meaningful, _WORDY) < 0.5:
+        tokens = {t: n for t, n in tokens.items() if _WORDY.match(t)}
+    if share(column.meaningful, _CAPITALISED) >= 0.5:
+        tokens = {t: n for t, n in tokens.items() if not _CAPITALISED.fullmatch(t.strip())}
+    if not tokens:
         return None
-    counts = column.counts[tokens]
-    found = sorted(set(column.stripped[tokens].str.casefold()))
-    n = int(counts.sum())
+    found = sorted({t.strip().casefold() for t in tokens})
+    n = sum(tokens.values())
     return Finding(
         kind=KIND,
         column=column.name,
         count=n,
         message=f"{n} cells of {column.name!r} spell a missing value as text ({', '.join(map(repr, found))})",
-        examples=top_examples(counts),
+        examples=top_examples(tokens),
         params={"tokens": found},
     )
-
-
-def _share(column: ColumnValues, pattern: str) -> float:
-    """The share of a column's meaningful cells whose value starts with `pattern`."""
-    values = column.meaningful
-    if values.empty:
-        return 0.0
-    hits = pd.Series(values.index, dtype=object).str.match(pattern).to_numpy()
-    return float(values[hits].sum() / values.sum())

@@ -4,8 +4,7 @@ cells ("12.0 oz", "12.0 ounce", "$1,234.56", "2500 USD", "0.05%") and thousands 
 from __future__ import annotations
 
 import re
-
-import pandas as pd
+from dataclasses import dataclass
 
 from ..findings import Finding
 from .cells import ColumnValues, top_examples
@@ -58,20 +57,46 @@ def unit_family(spelling: str) -> str:
     return UNIT_ALIASES.get(singular, singular)
 
 
-def parse_numbers(values: pd.Series) -> pd.DataFrame:
-    """Split distinct values into sign, prefix, number and suffix; rows that are not numbers are dropped.
+@dataclass(frozen=True)
+class Number:
+    """One distinct value read as a number: its sign(s), unit before and after, and digits as written."""
+
+    value: str
+    cells: int
+    sign: str
+    prefix: str
+    number: str
+    suffix: str
+
+    @property
+    def plain(self) -> str:
+        """The number without unit and thousands separators ("-$1,200.50" -> "-1200.50")."""
+        return self.sign + self.number.replace(",", "")
+
+    @property
+    def spelling(self) -> tuple[str, str]:
+        """How the number is dressed: (prefix, suffix)."""
+        return self.prefix, self.suffix
+
+
+def parse_numbers(values: dict[str, int]) -> list[Number]:
+    """The distinct values that are numbers, optionally with a currency before and a unit after.
 
     Example:
-        >>> parse_numbers(pd.Series([3, 1], index=["$1,200", "red"]))[["prefix", "number"]].to_dict("records")
-        [{'prefix': '$', 'number': '1,200'}]
+        >>> [(n.prefix, n.number) for n in parse_numbers({"$1,200": 3, "red": 1, "12 Mar": 2})]
+        [('$', '1,200')]
     """
-    parts = pd.Series(values.index, dtype=object).str.extract(DECORATED)
-    parts["value"] = values.index.to_numpy()
-    parts["n"] = values.to_numpy()
-    parts = parts[parts["number"].notna()].fillna("")
-    parts["suffix"] = parts["suffix"].str.strip()
-    is_unit = ~parts["suffix"].str.casefold().str.rstrip(".").isin(NOT_UNITS)
-    return parts[is_unit].reset_index(drop=True)
+    numbers = []
+    for value, cells in values.items():
+        m = DECORATED.match(value)
+        if m is None:
+            continue
+        suffix = (m["suffix"] or "").strip()
+        if suffix.casefold().rstrip(".") in NOT_UNITS:
+            continue
+        sign = m["sign"] + m["sign2"]
+        numbers.append(Number(value, cells, sign, m["prefix"] or "", m["number"], suffix))
+    return numbers
 
 
 def detect(column: ColumnValues) -> Finding | None:
@@ -84,37 +109,32 @@ def detect(column: ColumnValues) -> Finding | None:
     column ("patients" on most cells); a rare unknown word ("1000x") makes the cell not a number.
 
     Example:
+        >>> import pandas as pd
         >>> col = ColumnValues.of("price", pd.Series(["$1,234.56", "12.50", "2500 USD"]))
         >>> detect(col).params
         {'units': ['$', 'USD'], 'unit_families': ['usd'], 'fixable_cells': 2}
     """
     values = column.meaningful
-    if values.empty:
+    numbers = _with_units(parse_numbers(values))
+    if not numbers or sum(x.cells for x in numbers) < MIN_NUMERIC_SHARE * column.n_meaningful:
         return None
-    parts = _with_units(parse_numbers(values))
-    if parts["n"].sum() < MIN_NUMERIC_SHARE * values.sum():
-        return None
-    spelling = parts["prefix"] + "|" + parts["suffix"]
-    digits = parts["number"].str.replace(",", "", regex=False).str.split(".").str[0].str.len()
-    separated = parts["number"].str.contains(",", regex=False)
-    long_numbers = digits >= 4
-    mixed_separators = bool((separated & long_numbers).any() and (~separated & long_numbers).any())
-    if spelling.nunique() < 2 and not mixed_separators:
+    long_numbers = [x for x in numbers if len(x.number.replace(",", "").split(".")[0]) >= 4]
+    mixed_separators = len({"," in x.number for x in long_numbers}) > 1
+    spellings: dict[tuple[str, str], int] = {}
+    for x in numbers:
+        spellings[x.spelling] = spellings.get(x.spelling, 0) + x.cells
+    if len(spellings) < 2 and not mixed_separators:
         return None
 
-    decorations = pd.concat([parts["prefix"], parts["suffix"]])
-    decorations = decorations[decorations != ""]
+    decorations = {d for x in numbers for d in x.spelling if d}
     families = sorted({unit_family(d) for d in decorations})
-    units = sorted(set(decorations)) if len(families) == 1 else []
-    changes = _changes(parts, units)
-    if changes.any():
-        affected = parts[changes]
-    else:  # several units: report the cells written unlike the most common spelling
-        affected = parts[spelling != parts.groupby(spelling)["n"].sum().idxmax()]
-    if affected.empty:
-        return None
-    counts = pd.Series(affected["n"].to_numpy(), index=affected["value"].to_numpy())
-    n = int(counts.sum())
+    units = sorted(decorations) if len(families) == 1 else []
+    affected = {x.value: x.cells for x in numbers if _changes(x, units)}
+    fixable = sum(affected.values())
+    if not affected:  # several units: report the cells written unlike the most common spelling
+        usual = max(spellings, key=lambda s: (spellings[s], s))
+        affected = {x.value: x.cells for x in numbers if x.spelling != usual}
+    n = sum(affected.values())
     message = f"{n} cells of {column.name!r} write numbers with units, currency or thousands separators"
     if len(families) > 1:
         message += f"; several units ({', '.join(families)}) are mixed, so no unit is stripped"
@@ -123,31 +143,27 @@ def detect(column: ColumnValues) -> Finding | None:
         column=column.name,
         count=n,
         message=message,
-        examples=top_examples(counts),
-        params={"units": units, "unit_families": families, "fixable_cells": int(parts.loc[changes, "n"].sum())},
+        examples=top_examples(affected),
+        params={"units": units, "unit_families": families, "fixable_cells": fixable},
     )
 
 
 def fixable_cells(column: ColumnValues, units: list[str]) -> int:
     """How many cells of `column` a rule stripping `units` and thousands separators would change."""
-    parts = parse_numbers(column.meaningful)
-    return int(parts.loc[_changes(parts, units), "n"].sum()) if not parts.empty else 0
+    return sum(x.cells for x in parse_numbers(column.meaningful) if _changes(x, units))
 
 
-def _changes(parts: pd.DataFrame, units: list[str]) -> pd.Series:
-    """True for the parsed values that change once `units` and thousands separators are dropped."""
-    fixable = (parts["prefix"].isin(units) | (parts["prefix"] == "")) & (parts["suffix"].isin(units) | (parts["suffix"] == ""))
-    plain = parts["sign"] + parts["sign2"] + parts["number"].str.replace(",", "", regex=False)
-    return fixable & (plain != parts["value"])
+def _changes(x: Number, units: list[str]) -> bool:
+    """True when the number changes once `units` and thousands separators are dropped."""
+    return x.prefix in ("", *units) and x.suffix in ("", *units) and x.plain != x.value
 
 
-def _with_units(parts: pd.DataFrame) -> pd.DataFrame:
+def _with_units(numbers: list[Number]) -> list[Number]:
     """Keep the numbers whose prefix and suffix are plausible units (known, or common in the column)."""
-    family = {
-        side: parts[side].map(lambda d: unit_family(d) if d else "") for side in ("prefix", "suffix")
-    }
-    cells = pd.concat([parts["n"], parts["n"]], ignore_index=True)
-    by_family = cells.groupby(pd.concat([family["prefix"], family["suffix"]], ignore_index=True).to_numpy()).sum()
-    common = set(by_family[by_family >= max(MIN_UNIT_CELLS, MIN_UNIT_SHARE * parts["n"].sum())].index)
-    plausible = set(UNIT_ALIASES.values()) | common | {""}
-    return parts[family["prefix"].isin(plausible) & family["suffix"].isin(plausible)].reset_index(drop=True)
+    by_family: dict[str, int] = {}
+    for x in numbers:
+        for family in {unit_family(d) for d in x.spelling if d}:
+            by_family[family] = by_family.get(family, 0) + x.cells
+    floor = max(MIN_UNIT_CELLS, MIN_UNIT_SHARE * sum(x.cells for x in numbers))
+    plausible = set(UNIT_ALIASES.values()) | {f for f, n in by_family.items() if n >= floor}
+    return [x for x in numbers if all(unit_family(d) in plausible for d in x.spelling if d)]

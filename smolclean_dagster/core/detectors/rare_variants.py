@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-import pandas as pd
+import re
+
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
@@ -30,14 +31,15 @@ CHARS_PER_EDIT = 10
 #: Bound the fuzzy matching work on very wide vocabularies.
 MAX_RARE_VALUES = 2000
 
+#: Words only: in codes ("scip-card-2", "AA-3859") one character is a different thing, not a typo.
+_WORD = re.compile(r"[^\d]*[^\W\d_][^\d]*")
+
 
 def detect(column: ColumnValues) -> Finding | None:
     """Find rare spellings close to a frequent one; params map each to the frequent spelling.
 
-    Values holding digits are never matched: in codes ("scip-card-2", "AA-3859") one character is a
-    different thing, not a typo.
-
     Example:
+        >>> import pandas as pd
         >>> col = ColumnValues.of("plan", pd.Series(["Premium"] * 6 + ["Premum", "Basic", "Basic"]))
         >>> detect(col).params
         {'mapping': {'Premum': 'Premium'}}
@@ -45,47 +47,47 @@ def detect(column: ColumnValues) -> Finding | None:
     mapping = variant_mapping(column.meaningful)
     if not mapping:
         return None
-    variants = column.meaningful[list(mapping)]
-    n = int(variants.sum())
+    variants = {value: column.meaningful[value] for value in mapping}
+    n = sum(variants.values())
+    first = next(iter(mapping))
     return Finding(
         kind=KIND,
         column=column.name,
         count=n,
         message=(
             f"{n} cells of {column.name!r} hold {len(mapping)} rare spelling(s) close to a frequent value "
-            f"(e.g. {next(iter(mapping))!r} -> {mapping[next(iter(mapping))]!r})"
+            f"(e.g. {first!r} -> {mapping[first]!r})"
         ),
         examples=top_examples(variants),
         params={"mapping": mapping},
     )
 
 
-def variant_mapping(values: pd.Series) -> dict[str, str]:
+def variant_mapping(values: dict[str, int]) -> dict[str, str]:
     """From value->cells counts: {rare spelling: frequent spelling}, chains resolved, sorted by key."""
-    total = int(values.sum())
+    total = sum(values.values())
     if total == 0 or len(values) > max(MAX_DISTINCT_ANYWAY, MAX_DISTINCT_SHARE * total):
         return {}
-    words = pd.Series(values.index, dtype=object)
-    eligible = (words.str.len() >= MIN_LENGTH) & ~words.str.contains(r"\d", regex=True)
-    eligible &= words.str.contains(r"[^\W\d_]", regex=True)
-    ranked = pd.DataFrame({"value": words[eligible].to_numpy(), "n": values.to_numpy()[eligible.to_numpy()]})
-    ranked = ranked.sort_values(["n", "value"], ascending=[False, True], kind="stable")
-    frequent = ranked[ranked["n"] >= MIN_FREQUENT_CELLS]
-    if frequent.empty:
+    ranked = sorted(
+        ((v, n) for v, n in values.items() if len(v) >= MIN_LENGTH and _WORD.fullmatch(v)),
+        key=lambda item: (-item[1], item[0]),
+    )
+    frequent = [(v, n) for v, n in ranked if n >= MIN_FREQUENT_CELLS]
+    if not frequent:
         return {}
-    choices = [v.casefold() for v in frequent["value"]]
+    choices = [v.casefold() for v, _ in frequent]
+    most = frequent[0][1]
+    rare = [(v, n) for v, n in ranked if n <= max(2, MAX_RARE_SHARE * total) and n * MIN_FREQUENCY_RATIO <= most]
     targets: dict[str, str] = {}
-    rare_cells = (ranked["n"] <= max(2, MAX_RARE_SHARE * total)) & (ranked["n"] * MIN_FREQUENCY_RATIO <= ranked["n"].max())
-    rare = ranked[rare_cells].tail(MAX_RARE_VALUES)
-    for value, n in zip(rare["value"], rare["n"]):
+    for value, n in rare[-MAX_RARE_VALUES:]:
         allowed = max(1, len(value) // CHARS_PER_EDIT)
-        limit = int((frequent["n"] >= n * MIN_FREQUENCY_RATIO).sum())  # choices are sorted by cells
+        limit = sum(1 for _, m in frequent if m >= n * MIN_FREQUENCY_RATIO)  # `frequent` is sorted by cells
         match = process.extractOne(value.casefold(), choices[:limit], scorer=Levenshtein.distance, score_cutoff=allowed)
-        if match is not None and match[1] > 0:
-            targets[value] = frequent["value"].iloc[match[2]]
+        if match is not None and match[1] > 0:  # distance 0 is a case variant: the case detector's job
+            targets[value] = frequent[match[2]][0]
     resolved = {}
     for value, target in targets.items():
-        while target in targets:  # counts grow along a chain, so it ends
+        while target in targets:  # cells grow along a chain, so it ends
             target = targets[target]
         resolved[value] = target
     return dict(sorted(resolved.items()))

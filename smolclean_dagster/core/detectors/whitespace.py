@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import pandas as pd
-
 from ..findings import Finding
-from .cells import REPEATED_SPACES, ColumnValues, top_examples
+from .cells import ColumnValues, normalise, top_examples
 
 KIND = "whitespace"
 
@@ -14,24 +12,22 @@ def detect(column: ColumnValues) -> Finding | None:
     """Find cells whose text changes when stripped and when runs of spaces collapse to one.
 
     Example:
+        >>> import pandas as pd
         >>> detect(ColumnValues.of("city", pd.Series(["Bend ", "New  York", "Gary"]))).count
         2
     """
-    raw = pd.Series(column.counts.index, dtype=object)
-    stripped = raw.str.strip()
-    outer = (raw != stripped).to_numpy()
-    inner = (stripped != stripped.str.replace(REPEATED_SPACES, " ", regex=True)).to_numpy()
-    dirty = outer | inner
-    if not dirty.any():
+    dirty = {raw: n for raw, n in column.counts.items() if normalise(raw) != raw}
+    if not dirty:
         return None
-    counts = column.counts[dirty]
-    n_outer, n_inner = int(column.counts[outer].sum()), int(column.counts[inner].sum())
+    n_outer = sum(n for raw, n in dirty.items() if raw.strip() != raw)
+    n_inner = sum(n for raw, n in dirty.items() if normalise(raw) != raw.strip())
     parts = [f"{n_outer} with surrounding whitespace"] * bool(n_outer) + [f"{n_inner} with repeated spaces"] * bool(n_inner)
+    n = sum(dirty.values())
     return Finding(
         kind=KIND,
         column=column.name,
-        count=int(counts.sum()),
-        message=f"{int(counts.sum())} cells of {column.name!r} have stray whitespace ({', '.join(parts)})",
-        examples=top_examples(counts),
+        count=n,
+        message=f"{n} cells of {column.name!r} have stray whitespace ({', '.join(parts)})",
+        examples=top_examples(dirty),
         params={"strip": bool(n_outer), "collapse": bool(n_inner)},
     )

@@ -230,6 +230,9 @@ def install_syscall_filter() -> None:
     filt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
     for name in ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"):
         filt.add_rule(deny, name, sc.Arg(0, sc.NE, me))
+    # Root may raise its own hard rlimits; reading them (prlimit64 with no new limit) stays allowed.
+    filt.add_rule(deny, "setrlimit")
+    filt.add_rule(deny, "prlimit64", sc.Arg(2, sc.NE, 0))
     try:
         _no_new_privs()
         filt.load()

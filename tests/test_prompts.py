@@ -1,0 +1,60 @@
+"""Prompt rendering: budgets, what goes first when the registry overflows, and strict templates."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+
+from smolclean_dagster.core.analysts.base import AnalysisRequest, RegisteredSummary
+from smolclean_dagster.core.analysts.prompts import analysis_messages, registry_for_prompt, render
+from smolclean_dagster.core.errors import AnalystError
+
+
+def summary(i: int, column: str) -> RegisteredSummary:
+    return RegisteredSummary(
+        name=f"fix_{i}", columns=(column,),
+        docstring=f"Fix number {i} in `{column}`.\n\n" + "A long explanation of the mapping table. " * 10,
+    )
+
+
+def test_every_function_stays_listed_and_the_relevant_and_newest_keep_their_full_docstrings():
+    registry = [summary(0, "city"), summary(1, "name"), summary(2, "name"), summary(3, "spend")]
+    full = registry_for_prompt(registry, 100_000)
+    assert all(e.complete for e in full)
+    budget = int(sum(len(e.name) + len(e.text) for e in full) * 0.6)  # room for two full docstrings
+    entries = registry_for_prompt(registry, budget, focus_columns={"city"})
+    assert [e.name for e in entries] == ["fix_0", "fix_1", "fix_2", "fix_3"]  # nothing evicted, order kept
+    complete = {e.name for e in entries if e.complete}
+    assert "fix_0" in complete  # touches a column the detectors still flag
+    assert "fix_3" in complete  # then the newest
+    assert "fix_1" not in complete and "fix_2" not in complete
+    assert all(e.text.startswith("Fix number") for e in entries)  # the rest keep their first line
+
+
+def test_a_tiny_budget_still_names_every_function():
+    registry = [summary(i, "city") for i in range(30)]
+    entries = registry_for_prompt(registry, 200)
+    assert [e.name for e in entries] == [f"fix_{i}" for i in range(30)]
+    assert entries[-1].text == ""
+
+
+def test_rows_past_the_budget_are_counted_not_silently_dropped():
+    chunk = pd.DataFrame({"note": [f"row {i} " + "x" * 50 for i in range(40)]})
+    request = AnalysisRequest(dataset="d", chunk_id="c", step=1, chunk=chunk)
+    user = analysis_messages(request, rows_budget=600)[1]["content"]
+    shown = int(re.search(r"## The rows \((\d+) of 40,", user).group(1))
+    assert 0 < shown < 40 and f"{40 - shown} more rows not shown" in user
+    assert "row 0 " in user and f"row {shown} " not in user
+
+
+def test_values_are_shown_exactly_as_written():
+    chunk = pd.DataFrame({"note": ["a <b> & c", None]})
+    user = analysis_messages(AnalysisRequest(dataset="d", chunk_id="c", step=1, chunk=chunk))[1]["content"]
+    assert '{"note": "a <b> & c"}' in user and '{"note": null}' in user
+
+
+def test_a_template_value_left_out_is_an_error_not_a_blank():
+    with pytest.raises(AnalystError, match="prompts/consolidation.yaml"):
+        render("consolidation", dataset="d", functions=[], allowed_imports=[])  # no `instructions`

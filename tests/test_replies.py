@@ -1,0 +1,97 @@
+"""Reading model replies: what real models write, and what is rejected with feedback the model can act on."""
+
+from __future__ import annotations
+
+import pytest
+
+from smolclean_dagster.core.analysts.replies import ReplyError, parse_analysis_reply, parse_merge_reply
+
+CODE = '''import re
+
+
+def strip_tags(df):
+    """Remove HTML tags like <b> from `notes`, and decode &amp;."""
+    df = df.copy()
+    df["notes"] = df["notes"].str.replace(r"<[^>]+>", "", regex=True).str.replace("&amp;", "&", regex=False)
+    return df
+'''
+
+COLUMNS = ["notes", "city"]
+
+
+def test_the_documented_format_gives_issues_function_and_status():
+    text = (
+        "<issues>\n- notes: HTML tags such as <b>\n- `city`: trailing spaces (solved)\n* a problem with no column\n</issues>\n"
+        f"<code>\n```python\n{CODE}```\n</code>\n<status>needs_more_work</status>"
+    )
+    reply = parse_analysis_reply(text, columns=COLUMNS)
+    assert reply.function.code == CODE and reply.function.name == "strip_tags"
+    assert reply.function.columns == ("notes",)  # read off the code's string literals
+    assert [(i.column, i.description, i.solved) for i in reply.issues] == [
+        ("notes", "HTML tags such as <b>", False), ("city", "trailing spaces", True), (None, "a problem with no column", False),
+    ]
+    assert reply.status == "needs_more_work"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(f"<code>\n{CODE}</code>", id="code-holding-tags-and-entities-unfenced"),
+        pytest.param(f"<code>```python\n{CODE}```</code>", id="fence-on-the-tag-line"),
+        pytest.param(f"thinking about it...</think>\n<code>\n{CODE}</code>", id="only-the-closing-think-tag"),
+        pytest.param(f"<code>\n{CODE}\n<status>needs_more_work</status>", id="missing-closing-tag"),
+        pytest.param("<code>\n" + CODE.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") + "</code>",
+                     id="html-escaped-code"),
+        pytest.param(f"<code><![CDATA[\n{CODE}]]></code>", id="cdata"),
+        pytest.param(CODE, id="nothing-but-code"),
+        pytest.param(f"<function>\n```\n{CODE}```\n</function><chunk_status>needs more work</chunk_status>",
+                     id="competitor-tag-names"),
+    ],
+)
+def test_replies_real_models_write_give_the_exact_code(text):
+    reply = parse_analysis_reply(text, columns=COLUMNS)
+    assert reply.function.code == CODE
+    assert reply.status == "needs_more_work"  # given, or implied by a function
+
+
+def test_code_mentioning_the_closing_tag_is_not_cut_there():
+    code = 'def drop_code_tags(df):\n    """Remove </code> tags from `notes`."""\n    df = df.copy()\n' \
+           '    df["notes"] = df["notes"].str.replace("</code>", "", regex=False)\n    return df\n'
+    reply = parse_analysis_reply(f"<code>\n{code}</code>\n<status>needs_more_work</status>", columns=COLUMNS)
+    assert reply.function.code == code
+
+
+def test_clean_needs_no_function_and_no_issues():
+    reply = parse_analysis_reply("<think>All good.</think>\nNothing left.\n<status> Clean </status>")
+    assert (reply.status, reply.function, reply.issues) == ("clean", None, ())
+
+
+def test_declared_columns_win_over_the_guess():
+    reply = parse_analysis_reply(f"<columns>notes, notes_clean</columns>\n<code>\n{CODE}</code>", columns=COLUMNS)
+    assert reply.function.columns == ("notes", "notes_clean")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("<code>\n```python\ndef f(df):\n    df = df.co", "never closed: the reply looks cut off", id="truncated-fence"),
+        pytest.param("<code>\ndef f(df):\n    df = df.co", "not closed: the reply looks cut off", id="truncated"),
+        pytest.param("<think>Let me look at the city column, it has", "ended inside <think>", id="only-thinking"),
+        pytest.param("   ", "empty", id="empty"),
+        pytest.param("The data looks fine to me.", "no <code> section and no <status>", id="prose-only"),
+        pytest.param("<code>\ndef f(df):\n    return df[\n</code>", "does not parse", id="syntax-error"),
+        pytest.param("<code>\nx = 1\n</code>", "no top-level `def`", id="no-function"),
+        pytest.param("<code>\n</code>", "empty", id="empty-code"),
+        pytest.param("<status>done</status>", "status 'done' is unknown", id="unknown-status"),
+    ],
+)
+def test_unusable_replies_raise_a_message_for_the_model(text, message):
+    with pytest.raises(ReplyError, match=message):
+        parse_analysis_reply(text, columns=COLUMNS)
+
+
+def test_merge_replies():
+    assert parse_merge_reply(f"<code>\n```python\n{CODE}```\n</code>").name == "strip_tags"
+    assert parse_merge_reply("They do different jobs.\n<status>keep</status>") is None
+    with pytest.raises(ReplyError, match="neither a merged function"):
+        parse_merge_reply("I would rather not.")
