@@ -11,12 +11,12 @@ import dagster as dg
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from .core.analysts import make_analyst
-from .core.apply import apply_module
+from .checks import cleaned_check_results, cleaned_check_specs
+from .core.apply import apply_module, read_module_version
 from .core.drops import drop_key, read_drop
-from .core.errors import SmolcleanError
+from .core.errors import DropReadError, SmolcleanError
 from .core.export import module_filename, write_module
-from .core.loop import ChunkWork, LoopSettings, run_chunk
+from .core.loop import ChunkWork, LoopSettings, clean_with, run_chunk
 from .core.plan import ChunkPlan, plan_chunks
 from .core.profile import Finding, detect_issues
 from .core.quality import ValidationReport, validate_registry
@@ -24,12 +24,15 @@ from .core.registry import Registry
 from .core.report import write_report
 from .core.steps import ChunkTrace
 from .core.storage import DatasetStore
+from .core.watch import FileState
 from .metadata import frame_preview, findings_metadata, plan_metadata, registry_metadata, trace_metadata, validation_metadata
 from .partitions import chunks_partitions, drops_partitions
 from .resources import SandboxResource
 from .settings import DatasetSettings
 
 LLM_POOL = "smolclean_llm"
+#: Most rows of a drop shown to the analyst for whole-column statistics (an even spread beyond that).
+REFERENCE_ROWS = 20_000
 
 
 class ChunkFindings(BaseModel):
@@ -90,16 +93,26 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
         key=key("chunks"), partitions_def=drops, io_manager_key=records, group_name=name,
         ins={"raw_data": dg.AssetIn(key("raw_data"))},
     )
-    def chunks(context: dg.AssetExecutionContext, raw_data: pd.DataFrame) -> ChunkPlan:
-        """Held-out rows, the drop's chunks, and the chunks chosen for the analyst (registered as partitions)."""
+    def chunks(
+        context: dg.AssetExecutionContext, smolclean_sandbox: SandboxResource, raw_data: pd.DataFrame
+    ) -> ChunkPlan:
+        """Held-out rows, the drop's chunks, and the next wave of chunks for the analyst (registered as
+        partitions): chunks whose dirt the current registry leaves and no chosen chunk has shown yet."""
+        try:
+            previous = store.load_model("chunks", ChunkPlan, context.partition_key)
+        except SmolcleanError:
+            previous = None
+        registry = store.registry.load()
+        sandbox = smolclean_sandbox.get()
         plan = plan_chunks(
             raw_data, dataset=name, drop=context.partition_key, chunk_size=s.chunk_size,
-            budget=s.chunk_budget, holdout_fraction=s.holdout_fraction,
+            budget=s.chunk_budget, holdout_fraction=s.holdout_fraction, wave_size=s.planning_interval,
+            clean=lambda rows: clean_with(registry, rows, sandbox), previous=previous,
         )
         new = [c for c in plan.selected if not context.instance.has_dynamic_partition(chunk_parts.name, c)]
         if new:
             context.instance.add_dynamic_partitions(chunk_parts.name, new)
-        context.add_output_metadata(plan_metadata(plan))
+        context.add_output_metadata({**plan_metadata(plan), "registry_version": dg.MetadataValue.int(registry.version)})
         return plan
 
     @dg.asset(key=key("chunk_issues"), partitions_def=chunk_parts, io_manager_key=records, group_name=name,
@@ -124,11 +137,11 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
         work = ChunkWork(
             dataset=name, drop=plan.drop, chunk_id=context.partition_key,
             rows=plan.chunk_rows(df, context.partition_key), holdout=plan.holdout_rows(df),
-            reference=plan.visible_rows(df),
+            reference=plan.visible_rows(df, limit=REFERENCE_ROWS),
         )
         sandbox = smolclean_sandbox.get()
         steps = []
-        for step in run_chunk(work, make_analyst(s.analyst_kind, model=s.model), store.registry, sandbox, _loop_settings(s)):
+        for step in run_chunk(work, s.make_analyst(), store.registry, sandbox, _loop_settings(s)):
             context.log.info(f"{context.partition_key}: {step.kind} {step.model_dump(exclude={'code', 'issues'})}")
             steps.append(step)
         trace = ChunkTrace(dataset=name, drop=plan.drop, chunk_id=context.partition_key, rows=len(work.rows),
@@ -178,33 +191,46 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
             }
         )
 
-    @dg.asset(key=key("cleaned_data"), partitions_def=drops, group_name=name, deps=[key("cleaning_module")])
+    @dg.asset(key=key("cleaned_data"), partitions_def=drops, group_name=name, deps=[key("cleaning_module")],
+              check_specs=cleaned_check_specs(key("cleaned_data"), drops), kinds={"pandas", s.cleaned_format})
     def cleaned_data(context: dg.AssetExecutionContext, smolclean_sandbox: SandboxResource) -> dg.MaterializeResult:
-        """The drop cleaned by the current module, in sandbox batches, written as Parquet."""
+        """The drop cleaned by the current module in parallel sandbox batches, named after the drop, with the
+        issues the detectors still find (checks: every row kept, residual issues under the threshold)."""
         module = s.module_dir / module_filename(name)
         if not module.exists():
             raise SmolcleanError(f"{module}: no cleaning module yet for {name!r}; materialize the learning flow first")
         src = find_drop_file(s, context.partition_key)
-        out = s.cleaned_dir / f"{src.stem}.parquet"
+        source, state = module.read_text(encoding="utf-8"), FileState.of(src)
         sandbox = smolclean_sandbox.get()
-        result = apply_module(
-            module.read_text(encoding="utf-8"), src, out, sandbox=sandbox, batch_size=s.apply_batch_size,
-            on_batch=lambda n, rows: context.log.info(f"{src.name}: batch {n} done, {rows} rows"),
-        )
-        sample = pd.read_parquet(out).head(5000).astype(object)
-        residual = detect_issues(sample.where(sample.notna(), None))
+        try:
+            result = apply_module(
+                source, src, s.cleaned_path(src), sandbox=sandbox, batch_size=s.apply_batch_size,
+                workers=s.apply_workers,
+                on_batch=lambda n, rows: context.log.info(f"{src.name}: batch {n} done, {rows} rows"),
+            )
+        except DropReadError as exc:
+            raise dg.Failure(description=str(exc), metadata={"file": dg.MetadataValue.path(str(src)),
+                                                            "reason": dg.MetadataValue.text(str(exc))}) from exc
+        report, version = result.residual, read_module_version(source)
         return dg.MaterializeResult(
             metadata={
-                "output": dg.MetadataValue.path(str(out)),
+                "output": dg.MetadataValue.path(str(result.output)),
+                "source": dg.MetadataValue.path(str(src)),
+                "source_fingerprint": dg.MetadataValue.text(state.fingerprint),
                 "rows_in": dg.MetadataValue.int(result.rows_in),
                 "rows_out": dg.MetadataValue.int(result.rows_out),
                 "batches": dg.MetadataValue.int(result.batches),
+                "workers": dg.MetadataValue.int(result.workers),
                 "seconds": dg.MetadataValue.float(result.seconds),
-                "module_version": dg.MetadataValue.text(_module_version(module)),
-                "residual_findings": dg.MetadataValue.int(len(residual)),
-                **{f"residual_{k}": v for k, v in findings_metadata(residual).items()},
+                "rows_per_s": dg.MetadataValue.float(result.rows_per_s),
+                "module_version": dg.MetadataValue.int(version if version is not None else -1),
+                "residual_share": dg.MetadataValue.float(report.share),
+                "residual_passed": dg.MetadataValue.bool(report.passes(s.residual_threshold)),
+                "residual_rows_sampled": dg.MetadataValue.int(report.rows_sampled),
+                **{f"residual_{k}": v for k, v in findings_metadata(list(report.findings)).items()},
                 "sandbox": dg.MetadataValue.text(sandbox.level.describe()),
-            }
+            },
+            check_results=cleaned_check_results(result, s.residual_threshold),
         )
 
     checks = _validation_checks(key("validation"))
@@ -241,11 +267,4 @@ def _make_check(validation_key: dg.AssetKey, check_name: str, description: str) 
 
 def _loop_settings(s: DatasetSettings) -> LoopSettings:
     return LoopSettings(max_steps=s.max_steps, instructions=s.instructions, timeout_s=s.timeout_s)
-
-
-def _module_version(path: Path) -> str:
-    for line in path.read_text(encoding="utf-8").splitlines()[:10]:
-        if line.startswith("Registry version:"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
 

@@ -32,6 +32,12 @@ def _parser() -> argparse.ArgumentParser:
     learn.add_argument("--chunk-size", type=int, default=None)
     learn.add_argument("--chunk-budget", type=int, default=None)
     learn.add_argument("--max-steps", type=int, default=None)
+    learn.add_argument("--concurrency", type=int, default=None, help="chunks analysed at once")
+    learn.add_argument("--analyst", choices=["rules", "llm", "hybrid"], default=None,
+                       help="default: rules without a model, hybrid with one")
+    learn.add_argument("--model", default=None, help="litellm model string (or SMOLCLEAN_MODEL)")
+    learn.add_argument("--api-base", default=None, help="API base URL (or SMOLCLEAN_API_BASE)")
+    learn.add_argument("--api-key", default=None, help="API key (or SMOLCLEAN_API_KEY)")
 
     apply = sub.add_parser("apply", help="clean a file with an exported module (in the sandbox)")
     apply.add_argument("module", type=Path)
@@ -95,7 +101,8 @@ def _learn(args: argparse.Namespace) -> int:
 
     settings = _settings(
         name=args.name, workdir=args.workdir, instructions=args.instructions, chunk_size=args.chunk_size,
-        chunk_budget=args.chunk_budget, max_steps=args.max_steps,
+        chunk_budget=args.chunk_budget, max_steps=args.max_steps, concurrency=args.concurrency, analyst=args.analyst, model=args.model,
+        api_base=args.api_base, api_key=args.api_key,
     )
     _print_outcome(learn(settings, args.file, log_level=_log_level(args)))
     return 0

@@ -7,8 +7,12 @@ from collections.abc import Mapping
 import dagster as dg
 
 from .assets import build_dataset_assets
+from .drop_learning import build_drop_learning
+from .drop_runs import drop_jobs
 from .io_managers import FramesIOManager, RecordsIOManager
 from .resources import SandboxResource
+from .schedules import build_reclean_schedule
+from .sensors import build_sensors
 from .settings import DatasetSettings
 
 
@@ -37,10 +41,19 @@ def build_defs(
         "smolclean_sandbox": sandbox
         or SandboxResource(require_strong=any(s.require_strong_sandbox for s in settings)),
     }
+    jobs: list[dg.UnresolvedAssetJobDefinition] = []
+    sensors: list[dg.SensorDefinition] = []
+    schedules: list[dg.ScheduleDefinition] = []
     for s in settings:
         a, c = build_dataset_assets(s)
-        assets += a
+        assets += [*a, build_drop_learning(s)]
         checks += c
+        # Operations: new drops cleaned by a sensor, stale ones by a schedule, dirty ones taught back.
+        ops_jobs = drop_jobs(s)
+        jobs += ops_jobs
+        sensors += build_sensors(s, ops_jobs)
+        schedules.append(build_reclean_schedule(s, ops_jobs[0]))
         resources[f"{s.name}_frames"] = FramesIOManager(storage_dir=str(s.storage_dir), dataset=s.name)
         resources[f"{s.name}_records"] = RecordsIOManager(storage_dir=str(s.storage_dir), dataset=s.name)
-    return dg.Definitions(assets=assets, asset_checks=checks, resources=resources)
+    return dg.Definitions(assets=assets, asset_checks=checks, jobs=jobs, sensors=sensors, schedules=schedules,
+                          resources=resources)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import shutil
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,14 +108,22 @@ def learn(
             run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
         )
 
-    _ok(run(["raw_data", "chunks"], key), f"reading drop {path}")
+    _ok(run(["raw_data"], key), f"reading drop {path}")
     store = DatasetStore(settings.storage_dir, settings.name)
-    plan = store.load_model("chunks", ChunkPlan, key)
-    for i, cid in enumerate(plan.selected, 1):
-        log.info("chunk %d/%d: %s", i, len(plan.selected), cid)
-        _ok(run(["chunk_issues", "chunk_functions"], cid), f"chunk {cid}")
-        if i % settings.planning_interval == 0 and i < len(plan.selected):
+    chosen = -1
+    while True:
+        _ok(run(["chunks"], key), f"choosing chunks of {path}")
+        plan = store.load_model("chunks", ChunkPlan, key)
+        grew, chosen = len(plan.selected) > chosen, len(plan.selected)
+        # Chunks chosen earlier but never finished (an interrupted run) are picked up again here.
+        pending = [c for c in plan.selected if not store.path("chunk_functions", c, "json").exists()]
+        if pending:
+            log.info("wave %d: %d chunk(s), %d at a time", plan.waves, len(pending), settings.concurrency)
+            _run_wave(pending, lambda cid: _ok(run(["chunk_issues", "chunk_functions"], cid), f"chunk {cid}"),
+                      settings.concurrency, settings, instance, log_level)
             _ok(run(["registry"], None), "publishing the registry")
+        if plan.done or not (pending or grew):
+            break
     result = run(["registry", "validation", "cleaning_module"], None)
     validation = store.load_model("validation", ValidationReport)
     if not validation.passed:
@@ -126,11 +136,51 @@ def learn(
         drop=key,
         module=settings.module_dir / module_filename(settings.name),
         report=settings.module_dir / "report.md",
-        cleaned=settings.cleaned_dir / f"{path.stem}.parquet",
+        cleaned=settings.cleaned_path(path),
         functions=len(store.registry.load().entries),
         chunks=len(plan.selected),
         validation=validation,
     )
+
+
+def _run_wave(chunks: list[str], run_one, concurrency: int, settings: DatasetSettings, instance, log_level: str) -> None:
+    """Run the chunks of a wave, `concurrency` at a time.
+
+    Dagster's in-process execution is not thread-safe (its log capture deadlocks across threads), so
+    parallel chunks run in spawned processes on the same instance; one at a time they run right here.
+    """
+    if concurrency <= 1 or len(chunks) == 1:
+        for cid in chunks:
+            run_one(cid)
+        return
+    ctx = multiprocessing.get_context("spawn")
+    payload = settings.model_dump_json()
+    with ProcessPoolExecutor(max_workers=min(concurrency, len(chunks)), mp_context=ctx) as pool:
+        futures = [pool.submit(_chunk_process, payload, instance.get_ref(), cid, log_level) for cid in chunks]
+        errors = [f.result() for f in futures]
+    failed = [e for e in errors if e]
+    if failed:
+        raise SmolcleanError(failed[0])
+
+
+def _chunk_process(settings_json: str, instance_ref, cid: str, log_level: str) -> str | None:
+    """One chunk's run in a worker process; returns the error text instead of raising across processes."""
+    settings = DatasetSettings.model_validate_json(settings_json)
+    assets, checks = build_dataset_assets(settings)
+    with dg.DagsterInstance.from_ref(instance_ref) as instance:
+        result = dg.materialize(
+            [*assets, *checks],
+            selection=dg.AssetSelection.assets(
+                dg.AssetKey([settings.name, "chunk_issues"]), dg.AssetKey([settings.name, "chunk_functions"])
+            ),
+            partition_key=cid, instance=instance, resources=build_defs(settings).resources, raise_on_error=False,
+            run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+        )
+        try:
+            _ok(result, f"chunk {cid}")
+        except SmolcleanError as exc:
+            return str(exc)
+    return None
 
 
 def _ok(result: dg.ExecuteInProcessResult, what: str) -> None:

@@ -41,16 +41,17 @@ def findings_metadata(findings: list[Finding]) -> dict[str, dg.MetadataValue]:
 def trace_metadata(trace: ChunkTrace) -> dict[str, dg.MetadataValue]:
     """A chunk's agent loop: every step with its verdict and reason, and the code of each proposal."""
     lines = [f"### Chunk `{trace.chunk_id}` of `{trace.drop}` ({trace.rows} rows)", ""]
-    table = ["| step | findings | proposed | verdict | reason | seconds |", "|---|---|---|---|---|---|"]
+    table = ["| step | findings | proposed | verdict | reason | tokens in/out | seconds |", "|---|---|---|---|---|---|---|"]
     verdicts = {s.step: s for s in trace.steps if isinstance(s, VerdictStep)}
     for s in trace.steps:
         if isinstance(s, ProposalStep):
             v = verdicts.get(s.step)
             verdict = "—" if v is None else ("accepted" if v.accepted else "rejected")
-            reason = v.reason if v else f"analyst says {s.status}"
+            reason = v.reason if v else (f"reply not usable: {s.error}" if s.error else f"analyst says {s.status}")
             secs = s.seconds + (v.seconds if v else 0.0)
+            tokens = f"{s.usage.prompt_tokens}/{s.usage.completion_tokens}" + (" (cached)" if s.usage.cached_calls else "")
             table.append(
-                f"| {s.step} | {s.findings} | `{s.function_name or '-'}` | {verdict} | {_cell(reason)} | {secs:.2f} |"
+                f"| {s.step} | {s.findings} | `{s.function_name or '-'}` | {verdict} | {_cell(reason)} | {tokens} | {secs:.2f} |"
             )
     lines += table
     for s in trace.steps:
@@ -74,20 +75,34 @@ def trace_metadata(trace: ChunkTrace) -> dict[str, dg.MetadataValue]:
         "finish_reason": dg.MetadataValue.text(final.reason if final else "unfinished"),
         "llm_calls": dg.MetadataValue.int(usage.calls),
         "llm_cached_calls": dg.MetadataValue.int(usage.cached_calls),
+        "llm_attempts": dg.MetadataValue.int(usage.attempts),
         "prompt_tokens": dg.MetadataValue.int(usage.prompt_tokens),
         "completion_tokens": dg.MetadataValue.int(usage.completion_tokens),
+        "llm_cost_usd": dg.MetadataValue.float(round(usage.cost_usd, 6)),
+        "llm_latency_s": dg.MetadataValue.float(round(usage.latency_s, 3)),
+        **(
+            {"transcripts": dg.MetadataValue.md("\n".join(f"- step {s.step}: `{s.transcript}`" for s in trace.steps
+                                                        if isinstance(s, ProposalStep) and s.transcript))}
+            if any(isinstance(s, ProposalStep) and s.transcript for s in trace.steps) else {}
+        ),
     }
 
 
 def plan_metadata(plan: ChunkPlan) -> dict[str, dg.MetadataValue]:
-    """Which chunks were chosen for the analyst, and why."""
+    """Which chunks were chosen for the analyst, in which wave, and why."""
     chosen = {c.id: c for c in plan.chunks if c.reason}
-    rows = ["| chunk | rows | reason |", "|---|---|---|"]
-    rows += [f"| `{cid}` | {chosen[cid].start}-{chosen[cid].stop} | {_cell(chosen[cid].reason, 200)} |" for cid in plan.selected]
+    rows = ["| wave | chunk | rows | reason |", "|---|---|---|---|"]
+    rows += [
+        f"| {chosen[cid].wave} | `{cid}` | {chosen[cid].start}-{chosen[cid].stop} | {_cell(chosen[cid].reason, 200)} |"
+        for cid in plan.selected
+    ]
     return {
         "rows": dg.MetadataValue.int(plan.rows),
         "chunks": dg.MetadataValue.int(len(plan.chunks)),
         "selected_chunks": dg.MetadataValue.int(len(plan.selected)),
+        "new_chunks": dg.MetadataValue.int(len(plan.last_wave)),
+        "wave": dg.MetadataValue.int(plan.waves),
+        "selection_done": dg.MetadataValue.bool(plan.done),
         "holdout_rows": dg.MetadataValue.int(len(plan.holdout)),
         "selection": dg.MetadataValue.md("\n".join(rows)),
     }

@@ -32,6 +32,10 @@ class DatasetSettings(BaseModel):
     model: str | None = Field(default=None, description="litellm model string; unset = the offline rules analyst")
     api_base: str | None = None
     api_key: str | None = None
+    llm_timeout_s: float = Field(default=120.0, gt=0, description="seconds one LLM request may take")
+    llm_max_attempts: int = Field(default=5, ge=1, le=20, description="attempts per LLM call, the first included")
+    llm_rpm: float | None = Field(default=None, gt=0, description="LLM requests per minute at most (per process)")
+    llm_cache: bool = Field(default=True, description="keep LLM replies on disk so unchanged re-runs make no calls")
     analyst: Literal["rules", "llm", "hybrid"] | None = Field(
         default=None, description="defaults to 'rules' without a model and 'hybrid' with one"
     )
@@ -43,13 +47,36 @@ class DatasetSettings(BaseModel):
     holdout_fraction: float = Field(default=0.2, ge=0.0, lt=0.9)
     require_strong_sandbox: bool = False
     timeout_s: float = Field(default=20.0, gt=0)
-    apply_batch_size: int = Field(default=50_000, gt=0)
+    apply_batch_size: int = Field(default=50_000, gt=0, description="rows per batch when a drop is cleaned")
+    apply_workers: int = Field(default=2, gt=0, le=16, description="sandbox workers cleaning batches side by side")
+    cleaned_format: Literal["parquet", "csv"] = Field(default="parquet", description="format of cleaned drops")
+    residual_threshold: float = Field(
+        default=0.01, ge=0.0, le=1.0,
+        description="most share of sampled cells the detectors may still flag in a cleaned drop (0.01 = 1%)",
+    )
+    learn_on_residual: Literal["auto", "on_request"] = Field(
+        default="auto",
+        description="when a cleaned drop fails its residual check: 'auto' learns from it at once, "
+        "'on_request' waits for you to materialize <name>/drop_learning for that drop",
+    )
+    stable_ticks: int = Field(default=2, ge=1, le=100, description="looks in a row a file must not change to be picked up")
+    sensor_interval_s: int = Field(default=15, ge=5, le=3600, description="seconds between looks at the drop folder")
+    reclean_cron: str = Field(
+        default="*/15 * * * *", description="cron of the schedule re-cleaning drops cleaned by an older module"
+    )
 
     @field_validator("name")
     @classmethod
     def _name_is_a_key(cls, v: str) -> str:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", v):
             raise ValueError("must start with a letter or '_' and hold only letters, digits and '_' (max 63)")
+        return v
+
+    @field_validator("reclean_cron")
+    @classmethod
+    def _cron_has_five_fields(cls, v: str) -> str:
+        if len(v.split()) != 5:
+            raise ValueError("must be a cron string with five fields, e.g. '*/15 * * * *'")
         return v
 
     @field_validator("instructions")
@@ -78,9 +105,28 @@ class DatasetSettings(BaseModel):
     def cleaned_dir(self) -> Path:
         return self.workdir / "cleaned" / self.name
 
+    def cleaned_path(self, drop: Path | str) -> Path:
+        """Where the cleaned output of the drop file `drop` goes: named after it, in `cleaned_format`."""
+        return self.cleaned_dir / f"{Path(drop).stem}.{self.cleaned_format}"
+
     @property
     def analyst_kind(self) -> str:
         return self.analyst or ("hybrid" if self.model else "rules")
+
+    def make_analyst(self):
+        """The analyst these settings ask for (litellm is imported only when the LLM is first called)."""
+        from .core.analysts import make_analyst
+
+        return make_analyst(
+            self.analyst_kind,
+            model=self.model,
+            api_base=self.api_base,
+            api_key=self.api_key,
+            cache_dir=self.storage_dir / "llm_cache" if self.llm_cache else None,
+            timeout_s=self.llm_timeout_s,
+            max_attempts=self.llm_max_attempts,
+            rpm=self.llm_rpm,
+        )
 
     @classmethod
     def load(cls, **values: object) -> DatasetSettings:

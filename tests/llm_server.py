@@ -72,8 +72,10 @@ class ScriptedLLM:
     that makes more calls than it scripted fails loudly.
     """
 
-    def __init__(self, script: list[Action] | None = None):
+    def __init__(self, script: list[Action] | None = None, responder=None):
         self.script: list[Action] = list(script or [])
+        # Answers requests once the script is used up: a function of the Recorded request -> Action.
+        self.responder = responder
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -100,6 +102,8 @@ class ScriptedLLM:
         with self._lock:
             self.requests.append(recorded)
             if not self.script:
+                if self.responder is not None:
+                    return self.responder(recorded)
                 return fail(400, message="script exhausted: the test made more calls than it scripted")
             return self.script.pop(0)
 

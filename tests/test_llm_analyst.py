@@ -251,11 +251,10 @@ def test_an_unchanged_request_is_answered_from_the_cache_without_a_call(llm, tmp
 
 def test_requests_are_spaced_by_the_rpm_limit(llm, tmp_path, people):
     llm.add(*[reply(CLEAN)] * 3)
-    limited = analyst(llm, tmp_path, rpm=600, cache_dir=None)  # one request per 0.1 s
+    limited = analyst(llm, tmp_path, rpm=300, cache_dir=None)  # one request per 0.2 s
     for step in (1, 2, 3):
         limited.propose(request(people, step=step))
-    gaps = [b.at - a.at for a, b in zip(llm.requests, llm.requests[1:])]
-    assert min(gaps) >= 0.09
+    assert llm.requests[2].at - llm.requests[0].at >= 0.3  # two intervals (0.4 s) less connection jitter
 
 
 def test_hybrid_asks_the_llm_only_for_what_the_rules_left(llm, tmp_path, people, sandbox):
@@ -284,3 +283,9 @@ def test_merging_functions_over_http(llm, tmp_path):
     assert result.function is not None and result.function.name == "unify_city" and result.error is None
     assert "def unify_city_case(" in llm.requests[0].prompt and "def strip_name(" in llm.requests[0].prompt
     assert llm_analyst.merge("people", functions[::-1]).function is None
+
+
+def test_the_cost_of_a_priced_model_is_reported(llm, tmp_path, people):
+    llm.add(reply(CLEAN, prompt_tokens=1_000_000, completion_tokens=0))
+    proposal = analyst(llm, tmp_path, model="openai/gpt-4o-mini").propose(request(people))
+    assert 0.01 < proposal.usage.cost_usd < 10  # from litellm's local price map, no network

@@ -1,11 +1,22 @@
-"""Apply an exported cleaning module to a drop, batch by batch, inside the sandbox."""
+"""Apply an exported cleaning module to a drop: batch by batch, in parallel sandbox workers, in bounded memory.
+
+The drop streams in batches (pyarrow's incremental CSV reader), each batch is cleaned by one of
+`workers` dedicated sandbox processes, and the results are written in input order as they come back.
+At most `workers` batches are in flight, so memory depends on the batch size and the number of workers,
+never on the size of the file. A bounded, evenly spread sample of the cleaned rows feeds the residual
+report (what the detectors still find).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import re
 import time
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,15 +24,16 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .drops import iter_batches
+from .drops import drop_format, iter_batches
 from .errors import SmolcleanError
+from .residual import DEFAULT_SAMPLE_ROWS, ResidualReport, RowSampler, residual_report
 
 log = logging.getLogger("smolclean.apply")
 
 
 @dataclass(frozen=True)
 class ApplyResult:
-    """What an apply run did: rows in and out, batches, where the output is, how long it took."""
+    """What an apply run did: rows in and out, batches, where the output is, how long, what is left to fix."""
 
     input: Path
     output: Path
@@ -29,6 +41,12 @@ class ApplyResult:
     rows_out: int
     batches: int
     seconds: float
+    workers: int
+    residual: ResidualReport
+
+    @property
+    def rows_per_s(self) -> float:
+        return round(self.rows_in / self.seconds, 1) if self.seconds else 0.0
 
 
 def output_format(path: Path) -> str:
@@ -41,6 +59,40 @@ def output_format(path: Path) -> str:
     return "parquet"
 
 
+def read_module_version(source: str) -> int | None:
+    """The registry version an exported module was rendered from (its header), or None if it has none.
+
+    Example:
+        >>> read_module_version("Cleaning module for 'customers'\\n\\nRegistry version: 7\\n")
+        7
+    """
+    match = re.search(r"^Registry version: (\d+)\s*$", "\n".join(source.splitlines()[:12]), re.MULTILINE)
+    return int(match.group(1)) if match else None
+
+
+def estimate_rows(path: Path | str) -> int | None:
+    """About how many rows a drop holds, from its size and its first MiB (exact for Parquet), for progress.
+
+    None when there is no cheap guess (a JSON array).
+    """
+    path = Path(path)
+    fmt = drop_format(path)
+    if fmt == "parquet":
+        return pq.read_metadata(path).num_rows
+    if fmt == "json":
+        return None
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        head = fh.read(1 << 20)
+    lines = head.count(b"\n") + (0 if head.endswith(b"\n") or not head else 1)
+    if not lines:
+        return 0
+    header = 1 if fmt in ("csv", "tsv") else 0
+    if len(head) >= size:
+        return max(0, lines - header)
+    return max(0, round(lines * size / len(head)) - header)
+
+
 def apply_module(
     module_source: str,
     input_path: Path | str,
@@ -48,73 +100,122 @@ def apply_module(
     *,
     sandbox,
     batch_size: int = 50_000,
+    workers: int = 1,
     timeout_s: float = 120.0,
+    residual_rows: int = DEFAULT_SAMPLE_ROWS,
     on_batch: Callable[[int, int], None] | None = None,
 ) -> ApplyResult:
     """Clean `input_path` with the module's `clean(df)` in sandbox batches and write `output_path`.
 
+    `workers` sandbox processes clean batches side by side; the output keeps the input's row order.
     The output appears only when every batch is cleaned (written to a temporary file, then renamed).
+    `on_batch(batches_done, rows_done)` is called after each batch is written.
 
     Example:
         >>> from smolclean_dagster.sandbox import Sandbox
         >>> with Sandbox() as sb:                                                      # doctest: +SKIP
-        ...     apply_module(Path("clean_customers.py").read_text(), "in.csv", "out.parquet", sandbox=sb)
+        ...     apply_module(Path("clean_customers.py").read_text(), "in.csv", "out.parquet", sandbox=sb, workers=2)
     """
+    if workers < 1:
+        raise SmolcleanError(f"workers={workers}: at least one sandbox worker is needed")
     input_path, output_path = Path(input_path), Path(output_path)
     output_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = output_path.with_name(f".{output_path.name}.{os.getpid()}.tmp")
-    fmt = output_format(output_path)
+    writer = _BatchWriter(tmp, output_format(output_path))
+    sampler = RowSampler(residual_rows)
     started = time.perf_counter()
     rows_in = rows_out = batches = 0
-    writer: pq.ParquetWriter | None = None
+
+    def write(start: int, size: int, future: Future) -> None:
+        nonlocal rows_in, rows_out, batches
+        try:
+            cleaned = future.result()
+        except SmolcleanError as exc:
+            raise SmolcleanError(f"{input_path.name}, rows {start + 1}-{start + size} (batch {batches + 1}): {exc}") from exc
+        writer.write(cleaned)
+        sampler.add(cleaned)
+        rows_in, rows_out, batches = rows_in + size, rows_out + len(cleaned), batches + 1
+        log.info("%s: batch %d cleaned (%d rows so far)", input_path.name, batches, rows_in)
+        if on_batch:
+            on_batch(batches, rows_in)
+
     try:
-        with sandbox.batch_runner(module_source, entry="clean", module=True, timeout_s=timeout_s) as runner:
-            for batch in iter_batches(input_path, batch_size):
-                cleaned = runner.run(batch)
-                rows_in += len(batch)
-                rows_out += len(cleaned)
-                writer = _write_batch(cleaned, tmp, fmt, writer, first=batches == 0)
-                batches += 1
-                log.info("%s: batch %d cleaned (%d rows so far)", input_path.name, batches, rows_in)
-                if on_batch:
-                    on_batch(batches, rows_in)
-        if writer is not None:
-            writer.close()
-            writer = None
-        if batches == 0:
-            _write_batch(pd.DataFrame(), tmp, fmt, None, first=True)
+        with contextlib.ExitStack() as stack:
+            runners = [
+                stack.enter_context(sandbox.batch_runner(module_source, entry="clean", module=True, timeout_s=timeout_s))
+                for _ in range(workers)
+            ]
+            pool = stack.enter_context(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="smolclean-apply"))
+            in_flight: deque[tuple[int, int, Future]] = deque()
+            read = 0
+            for n, batch in enumerate(iter_batches(input_path, batch_size)):
+                if len(in_flight) == workers:
+                    write(*in_flight.popleft())
+                # Batch n goes to runner n % workers; the batch that runner had before is written by now.
+                in_flight.append((read, len(batch), pool.submit(runners[n % workers].run, batch)))
+                read += len(batch)
+            while in_flight:
+                write(*in_flight.popleft())
+        writer.close()
         os.replace(tmp, output_path)
     except BaseException:
-        if writer is not None:
-            writer.close()
-        tmp.unlink(missing_ok=True)
+        writer.abort()
         raise
-    return ApplyResult(input_path, output_path, rows_in, rows_out, batches, round(time.perf_counter() - started, 3))
+    return ApplyResult(
+        input_path, output_path, rows_in, rows_out, batches, round(time.perf_counter() - started, 3), workers,
+        residual_report(sampler.sample()),
+    )
 
 
-def _write_batch(
-    df: pd.DataFrame, path: Path, fmt: str, writer: pq.ParquetWriter | None, *, first: bool
-) -> pq.ParquetWriter | None:
-    if fmt == "csv":
-        df.to_csv(path, mode="w" if first else "a", header=first, index=False)
-        return None
-    if fmt == "jsonl":
-        df.to_json(path, orient="records", lines=True, force_ascii=False, mode="w" if first else "a")
-        return None
-    table = pa.Table.from_pandas(df, preserve_index=False)
-    if writer is None:
-        table = table.cast(pa.schema([_text_if_null(f) for f in table.schema]))
-        writer = pq.ParquetWriter(path, table.schema)
-    else:
-        try:
-            table = table.cast(writer.schema)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            raise SmolcleanError(
-                f"{path.name}: a batch's columns changed type ({exc}); make the module return the same "
-                "types for every batch, or write CSV with -o OUT.csv"
-            ) from exc
-    writer.write_table(table)
-    return writer
+class _BatchWriter:
+    """Appends cleaned batches to one output file: Parquet (schema fixed by the first batch), CSV or JSONL."""
+
+    def __init__(self, path: Path, fmt: str) -> None:
+        self.path = path
+        self.fmt = fmt
+        self._parquet: pq.ParquetWriter | None = None
+        self._written = False
+
+    def write(self, df: pd.DataFrame) -> None:
+        first = not self._written
+        self._written = True
+        if self.fmt == "csv":
+            df.to_csv(self.path, mode="w" if first else "a", header=first, index=False)
+        elif self.fmt == "jsonl":
+            df.to_json(self.path, orient="records", lines=True, force_ascii=False, mode="w" if first else "a")
+        else:
+            self._write_parquet(df)
+
+    def _write_parquet(self, df: pd.DataFrame) -> None:
+        table = pa.Table.from_pandas(df, preserve_index=False)
+        if self._parquet is None:
+            table = table.cast(pa.schema([_text_if_null(f) for f in table.schema]))
+            self._parquet = pq.ParquetWriter(self.path, table.schema)
+        else:
+            try:
+                table = table.cast(self._parquet.schema)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SmolcleanError(
+                    f"{self.path.name}: a batch's columns changed type ({exc}); make the module return the same "
+                    "types for every batch, or write CSV (-o OUT.csv, or the setting cleaned_format: csv)"
+                ) from exc
+        self._parquet.write_table(table)
+
+    def close(self) -> None:
+        """Finish the file; a drop with no rows still gets an (empty) output file."""
+        if not self._written:
+            self.write(pd.DataFrame())
+        if self._parquet is not None:
+            self._parquet.close()
+            self._parquet = None
+
+    def abort(self) -> None:
+        """Drop the unfinished file."""
+        with contextlib.suppress(Exception):
+            if self._parquet is not None:
+                self._parquet.close()
+        self._parquet = None
+        self.path.unlink(missing_ok=True)
 
 
 def _text_if_null(field: pa.Field) -> pa.Field:

@@ -53,7 +53,6 @@ class LoopSettings:
     instructions: str = ""
     timeout_s: float = 10.0
     allow_row_drops: bool = False
-    docstring_budget: int = 6000
 
 
 def clean_with(registry: Registry, df: pd.DataFrame, runner: CodeRunner, *, timeout_s: float = 30.0) -> pd.DataFrame:
@@ -71,18 +70,13 @@ def clean_with(registry: Registry, df: pd.DataFrame, runner: CodeRunner, *, time
         ) from exc
 
 
-def summarise_registry(registry: Registry, budget: int) -> tuple[RegisteredSummary, ...]:
-    """Every accepted function for the prompt; past the budget, docstrings shrink to their first line.
-
-    Nothing is evicted: a function the analyst cannot see is a function it writes again.
-    """
-    full = [
+def summarise_registry(registry: Registry) -> tuple[RegisteredSummary, ...]:
+    """Every accepted function for the analyst: nothing is evicted, since a function the analyst cannot
+    see is a function it writes again (the LLM analyst fits them to its prompt budget itself)."""
+    return tuple(
         RegisteredSummary(name=e.function.name, docstring=e.function.docstring, columns=e.function.columns)
         for e in registry.entries
-    ]
-    if sum(len(s.name) + len(s.docstring) for s in full) <= budget:
-        return tuple(full)
-    return tuple(s.model_copy(update={"docstring": s.docstring.strip().split("\n")[0]}) for s in full)
+    )
 
 
 def run_chunk(
@@ -122,10 +116,10 @@ def run_chunk(
                 chunk=chunk,
                 findings=tuple(findings),
                 instructions=settings.instructions,
-                registry=summarise_registry(registry, settings.docstring_budget),
+                registry=summarise_registry(registry),
                 feedback=feedback,
                 rejected=tuple(rejected),
-                reference=work.reference,
+                reference=None if work.reference is None else clean_with(registry, work.reference, runner),
             )
         )
         fn = proposal.function
@@ -137,6 +131,8 @@ def run_chunk(
             function_name=fn.name if fn else None,
             code=fn.code if fn else None,
             usage=proposal.usage,
+            error=proposal.error,
+            transcript=proposal.transcript,
             seconds=round(time.perf_counter() - started, 4),
         )
         if fn is None:

@@ -1,8 +1,15 @@
-"""Chunk planning: held-out rows, chunks, and which chunks the analyst should see first and why."""
+"""Chunk planning: held-out rows, chunks, and which chunks the analyst should see next and why.
+
+Selection runs in waves. Before each wave the current registry is applied to a spread of chunks and
+the detectors look at what is left: chunks showing residual kinds of dirt that no analysed chunk has
+shown yet go first, then a small spread sample. So analyst calls grow with the number of distinct
+problems in a drop, not with its rows, and selection stops when nothing new remains or the budget is spent.
+"""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -23,10 +30,11 @@ class PlannedChunk(BaseModel):
     stop: int
     findings: tuple[str, ...] = ()
     reason: str = ""
+    wave: int = 0
 
 
 class ChunkPlan(BaseModel):
-    """How one drop is split: held-out row positions, every chunk, and the chosen chunks in order."""
+    """How one drop is split: held-out row positions, every chunk, and the chosen chunks wave by wave."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -36,13 +44,20 @@ class ChunkPlan(BaseModel):
     chunk_size: int
     holdout: tuple[int, ...]
     chunks: tuple[PlannedChunk, ...]
-    selected: tuple[str, ...]
+    selected: tuple[str, ...] = ()
+    waves: int = 0
+    done: bool = False
 
     def chunk(self, cid: str) -> PlannedChunk:
         for c in self.chunks:
             if c.id == cid:
                 return c
         raise SmolcleanError(f"chunk {cid!r} is not part of drop {self.drop!r}")
+
+    @property
+    def last_wave(self) -> tuple[str, ...]:
+        """The chunk ids chosen by the latest wave (empty when selection is done)."""
+        return tuple(c.id for c in self.chunks if c.reason and c.wave == self.waves) if self.waves else ()
 
     def chunk_rows(self, df: pd.DataFrame, cid: str) -> pd.DataFrame:
         """The chunk's rows without the held-out ones: what the analyst may see."""
@@ -54,11 +69,15 @@ class ChunkPlan(BaseModel):
     def holdout_rows(self, df: pd.DataFrame) -> pd.DataFrame:
         return df.iloc[list(self.holdout)].reset_index(drop=True)
 
-    def visible_rows(self, df: pd.DataFrame) -> pd.DataFrame:
-        """Every row but the held-out ones (the analyst's reference for whole-column statistics)."""
+    def visible_rows(self, df: pd.DataFrame, limit: int | None = None) -> pd.DataFrame:
+        """The rows but the held-out ones (the analyst's reference for whole-column statistics); with
+        `limit`, an even spread of at most that many, so huge drops stay cheap to show."""
         mask = np.ones(len(df), dtype=bool)
         mask[list(self.holdout)] = False
-        return df.iloc[np.flatnonzero(mask)].reset_index(drop=True)
+        keep = np.flatnonzero(mask)
+        if limit is not None and len(keep) > limit:
+            keep = keep[np.linspace(0, len(keep) - 1, limit).round().astype(int)]
+        return df.iloc[keep].reset_index(drop=True)
 
 
 def choose_holdout(drop: str, n_rows: int, fraction: float) -> tuple[int, ...]:
@@ -70,52 +89,121 @@ def choose_holdout(drop: str, n_rows: int, fraction: float) -> tuple[int, ...]:
     return tuple(sorted(np.random.default_rng(seed).choice(n_rows, size=k, replace=False).tolist()))
 
 
-def plan_chunks(
-    df: pd.DataFrame, *, dataset: str, drop: str, chunk_size: int, budget: int, holdout_fraction: float
+def split_drop(df: pd.DataFrame, *, dataset: str, drop: str, chunk_size: int, holdout_fraction: float) -> ChunkPlan:
+    """A plan with held-out rows and chunks, nothing selected yet."""
+    n = len(df)
+    bounds = [(s, min(s + chunk_size, n)) for s in range(0, n, chunk_size)]
+    return ChunkPlan(
+        dataset=dataset,
+        drop=drop,
+        rows=n,
+        chunk_size=chunk_size,
+        holdout=choose_holdout(drop, n, holdout_fraction),
+        chunks=tuple(PlannedChunk(id=chunk_id(drop, s, e), start=s, stop=e) for s, e in bounds),
+    )
+
+
+#: Cleans some rows with the current registry (in the sandbox); the identity before anything is accepted.
+Cleaner = Callable[[pd.DataFrame], pd.DataFrame]
+
+
+def residual_signatures(plan: ChunkPlan, df: pd.DataFrame, probe: list[int], clean: Cleaner) -> dict[int, tuple[str, ...]]:
+    """For each probed chunk, the kinds of dirt ("kind:column") left after cleaning its visible rows.
+
+    The probed chunks are cleaned in one call, so a wave costs one sandbox run, not one per chunk.
+    """
+    parts = [plan.chunk_rows(df, plan.chunks[i].id) for i in probe]
+    sizes = [len(p) for p in parts]
+    if not sum(sizes):
+        return {i: () for i in probe}
+    cleaned = clean(pd.concat(parts, ignore_index=True))
+    out: dict[int, tuple[str, ...]] = {}
+    start = 0
+    for i, size in zip(probe, sizes):
+        rows = cleaned.iloc[start : start + size]
+        start += size
+        out[i] = tuple(sorted({f"{f.kind}:{f.column}" for f in detect_issues(rows)})) if size else ()
+    return out
+
+
+def probe_chunks(plan: ChunkPlan, budget: int) -> list[int]:
+    """The not-yet-chosen chunks worth probing: an even spread of 4x the budget, so planning stays cheap."""
+    chosen = {c.id for c in plan.chunks if c.reason}
+    spread = _spread(len(plan.chunks), 4 * budget)
+    return [i for i in spread if plan.chunks[i].id not in chosen]
+
+
+def select_wave(
+    plan: ChunkPlan, signatures: dict[int, tuple[str, ...]], *, wave_size: int, budget: int
 ) -> ChunkPlan:
-    """Split a drop and choose up to `budget` chunks: first those showing kinds of dirt not yet covered,
-    then an even spread over the file so that rare problems in any region get a chance.
+    """Choose the next wave: chunks whose residual dirt no chosen chunk has shown, then a spread sample.
+
+    Residual dirt in chunks the analyst already worked on is dirt it could not fix there: another chunk
+    showing only that is not worth a call. Selection is done when nothing new is left or the budget is spent.
+
+    Example:
+        >>> plan = select_wave(split_drop(df, dataset="c", drop="c.csv", chunk_size=50, holdout_fraction=0.2),
+        ...                    signatures, wave_size=2, budget=12)   # doctest: +SKIP
+    """
+    chosen = [c for c in plan.chunks if c.reason]
+    room = min(wave_size, budget - len(chosen))
+    if plan.done or room <= 0:
+        return plan.model_copy(update={"done": True})
+    seen: set[str] = {s for c in chosen for s in c.findings}
+    reasons: dict[int, str] = {}
+    while len(reasons) < room:
+        best = max(
+            (i for i in signatures if i not in reasons),
+            key=lambda i: (len(set(signatures[i]) - seen), -i),
+            default=None,
+        )
+        if best is None or not set(signatures[best]) - seen:
+            break
+        new = sorted(set(signatures[best]) - seen)
+        reasons[best] = "residual issues not seen yet: " + ", ".join(new[:6]) + (" ..." if len(new) > 6 else "")
+        seen.update(new)
+    # One spread chunk per wave keeps rare dirt in unprobed regions reachable, while there is new dirt at all.
+    if reasons and len(reasons) < room:
+        spare = [i for i in _spread(len(plan.chunks), budget) if i not in reasons and not plan.chunks[i].reason]
+        if spare:
+            reasons[spare[0]] = "spread sample"
+    if not reasons:
+        return plan.model_copy(update={"done": True})
+    wave = plan.waves + 1
+    chunks = tuple(
+        c.model_copy(update={"reason": reasons[i], "wave": wave, "findings": signatures.get(i, ())}) if i in reasons else c
+        for i, c in enumerate(plan.chunks)
+    )
+    new_ids = tuple(chunks[i].id for i in reasons)  # priority order: most new dirt first
+    return plan.model_copy(update={"chunks": chunks, "selected": plan.selected + new_ids, "waves": wave})
+
+
+def plan_chunks(
+    df: pd.DataFrame,
+    *,
+    dataset: str,
+    drop: str,
+    chunk_size: int,
+    budget: int,
+    holdout_fraction: float,
+    wave_size: int | None = None,
+    clean: Cleaner | None = None,
+    previous: ChunkPlan | None = None,
+) -> ChunkPlan:
+    """Split a drop (or continue `previous`) and choose the next wave of chunks for the analyst.
 
     Example:
         >>> plan = plan_chunks(df, dataset="c", drop="c.csv", chunk_size=50, budget=8, holdout_fraction=0.2)  # doctest: +SKIP
+        >>> plan.last_wave                                                                                   # doctest: +SKIP
     """
-    n = len(df)
-    holdout = choose_holdout(drop, n, holdout_fraction)
-    held = np.zeros(n, dtype=bool)
-    held[list(holdout)] = True
-    bounds = [(s, min(s + chunk_size, n)) for s in range(0, n, chunk_size)]
-    # Profile at most a spread of 4x the budget so planning stays cheap on huge drops.
-    probe = set(_spread(len(bounds), 4 * budget))
-    signatures: dict[int, tuple[str, ...]] = {}
-    for i in sorted(probe):
-        s, e = bounds[i]
-        rows = df.iloc[s:e][~held[s:e]]
-        signatures[i] = tuple(sorted({f"{f.kind}:{f.column}" for f in detect_issues(rows)})) if len(rows) else ()
-    reasons: dict[int, str] = {}
-    covered: set[str] = set()
-    while len(reasons) < budget:
-        best = max(
-            (i for i in signatures if i not in reasons),
-            key=lambda i: (len(set(signatures[i]) - covered), -i),
-            default=None,
-        )
-        if best is None or not set(signatures[best]) - covered:
-            break
-        new = sorted(set(signatures[best]) - covered)
-        reasons[best] = "covers new issues: " + ", ".join(new[:6]) + (" ..." if len(new) > 6 else "")
-        covered.update(new)
-    for i in _spread(len(bounds), budget):
-        if len(reasons) >= budget:
-            break
-        reasons.setdefault(i, "spread sample")
-    chunks = tuple(
-        PlannedChunk(id=chunk_id(drop, s, e), start=s, stop=e, findings=signatures.get(i, ()), reason=reasons.get(i, ""))
-        for i, (s, e) in enumerate(bounds)
-    )
-    selected = tuple(chunks[i].id for i in reasons)  # priority order: most new dirt first
-    return ChunkPlan(
-        dataset=dataset, drop=drop, rows=n, chunk_size=chunk_size, holdout=holdout, chunks=chunks, selected=selected
-    )
+    plan = previous
+    if plan is None or plan.rows != len(df) or plan.chunk_size != chunk_size:
+        plan = split_drop(df, dataset=dataset, drop=drop, chunk_size=chunk_size, holdout_fraction=holdout_fraction)
+    if plan.done:
+        return plan
+    probe = probe_chunks(plan, budget)
+    signatures = residual_signatures(plan, df, probe, clean or (lambda rows: rows))
+    return select_wave(plan, signatures, wave_size=wave_size or budget, budget=budget)
 
 
 def _spread(n: int, k: int) -> list[int]:

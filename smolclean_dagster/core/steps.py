@@ -23,6 +23,8 @@ class ProposalStep(BaseModel):
     function_name: str | None = None
     code: str | None = None
     usage: Usage = Field(default_factory=Usage)
+    error: str | None = Field(default=None, description="why the analyst's reply could not be used")
+    transcript: str | None = Field(default=None, description="file with the request and the raw reply")
     seconds: float = 0.0
 
 

@@ -92,7 +92,8 @@ def _storage_text(rng: random.Random, gigabytes: int) -> str:
 
 
 def _boolean_text(rng: random.Random, value: bool) -> str:
-    style = _pick(rng, (("true", "false"), ("yes", "no"), ("Y", "N"), ("1", "0"), ("TRUE", "FALSE")), [60, 15, 10, 10, 5])
+    styles = (("true", "false"), ("yes", "no"), ("Y", "N"), ("1", "0"), ("TRUE", "FALSE"))
+    style = _pick(rng, styles, [60, 15, 10, 10, 5])
     return style[0] if value else style[1]
 
 

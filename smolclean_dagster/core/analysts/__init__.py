@@ -19,6 +19,7 @@ def make_analyst(
     api_base: str | None = None,
     api_key: str | None = None,
     cache_dir: Path | str | None = None,
+    allow_row_drops: bool = False,
     **options: Any,
 ) -> Analyst:
     """The analyst for a dataset: "rules" (offline, deterministic), "llm" (any litellm model) or "hybrid"
@@ -26,7 +27,9 @@ def make_analyst(
 
     `options` are the other LLMSettings fields (timeout_s, max_attempts, backoff_s, backoff_max_s,
     max_retry_after_s, rpm, temperature, max_tokens, params); `cache_dir` keeps replies on disk so an
-    unchanged re-run makes no calls. Importing this never imports litellm; the first call does.
+    unchanged re-run makes no calls; `allow_row_drops` tells the model it may drop rows where the
+    instructions ask for it (as the loop's setting of the same name allows). Importing this never
+    imports litellm; the first call does.
 
     Example:
         >>> make_analyst("rules").name
@@ -57,7 +60,7 @@ def make_analyst(
     except ValidationError as exc:
         problems = "; ".join(f"setting {'.'.join(map(str, e['loc']))!r}: {e['msg']}" for e in exc.errors())
         raise SettingsError(f"invalid LLM settings: {problems}") from exc
-    llm = LLMAnalyst(LLMClient(settings))
+    llm = LLMAnalyst(LLMClient(settings), allow_row_drops=allow_row_drops)
     if kind == "llm":
         return llm
     from .hybrid import HybridAnalyst

@@ -27,6 +27,7 @@ from .cache import CachedReply, ResponseCache
 
 log = logging.getLogger("smolclean.analysts.client")
 
+#: Chat messages as litellm takes them: [{"role": "system" | "user", "content": "..."}].
 Messages = list[dict[str, str]]
 
 #: HTTP statuses worth another attempt: the request was fine, the server was not (yet).
@@ -74,10 +75,6 @@ class Completion:
     finish_reason: str | None
     usage: Usage
     transcript: Path | None = None
-
-    @property
-    def cached(self) -> bool:
-        return self.usage.cached_calls > 0
 
 
 class RateLimiter:
@@ -159,8 +156,11 @@ class LLMClient:
         try:
             response = self._retrying()(attempt)
         except Exception as exc:
-            raise self._error(exc, attempts) from exc
-        latency = time.perf_counter() - started
+            error = self._error(exc, attempts)
+            if error is exc:
+                raise
+            raise error from exc
+        latency = time.perf_counter() - started  # what the step waited: retries and backoff included
         choice = response.choices[0]
         text = choice.message.content or ""
         counts = getattr(response, "usage", None)
@@ -237,7 +237,7 @@ class LLMClient:
                 f"{where} was not found ({said}); check SMOLCLEAN_MODEL (a litellm model string such as "
                 "'openai/gpt-4o-mini') and SMOLCLEAN_API_BASE (OpenAI-compatible servers usually end in /v1)"
             )
-        if "ContextWindowExceeded" in type(exc).__name__:
+        if isinstance(exc, import_litellm().ContextWindowExceededError):
             return AnalystError(
                 f"the prompt is too long for {where} ({said}); lower the dataset's chunk_size"
             )

@@ -24,8 +24,7 @@ from ..functions import CleaningFunction
 from ..profile import profile_columns
 from ..sandbox.gate import ALLOWED_IMPORTS
 from .base import AnalysisRequest, RegisteredSummary
-
-Messages = list[dict[str, str]]
+from .client import Messages
 
 #: Budgets in characters (about 4 characters per token).
 REGISTRY_BUDGET = 6_000

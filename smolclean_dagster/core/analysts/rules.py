@@ -9,7 +9,6 @@ row's result depends only on that row.
 from __future__ import annotations
 
 import logging
-import pprint
 import re
 import unicodedata
 from collections.abc import Callable, Iterator
@@ -42,6 +41,8 @@ log = logging.getLogger("smolclean.analysts.rules")
 TEMPLATE_DIR = Path(__file__).parent / "rule_templates"
 #: A function fixing more columns than this is named by their number, not their names.
 MAX_NAMED_COLUMNS = 3
+#: Constants longer than this are written one entry per line.
+INLINE_LITERAL = 72
 
 #: A rule's template context from (findings of the chunk, the same findings over chunk + reference rows,
 #: the chunk's column values); None when the rule has nothing safe to do.
@@ -78,7 +79,8 @@ def _case(found: list[Finding], refined: list[Finding | None], columns: list[Col
     (f,), (r,) = found, refined
     mapping = {**f.params["mapping"], **(r.params["mapping"] if r else {})}
     variants = [v for v in f.examples if v.casefold() in mapping][:2]
-    return {"column": f.column, "mapping": dict(sorted(mapping.items())), "examples": _arrows(variants, mapping, str.casefold)}
+    examples = _arrows(variants, mapping, str.casefold)
+    return {"column": f.column, "mapping": dict(sorted(mapping.items())), "examples": examples}
 
 
 def _misspellings(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
@@ -105,7 +107,8 @@ def _dates(found: list[Finding], refined: list[Finding | None], columns: list[Co
     (f,), (r,) = found, refined
     dayfirst = (r or f).params["dayfirst"]
     seen = set(f.params["formats"]) | set(r.params["formats"] if r else ())
-    return {"column": f.column, "formats": [fmt for fmt in candidate_formats(dayfirst) if fmt in seen], "dayfirst": dayfirst}
+    formats = [fmt for fmt in candidate_formats(dayfirst) if fmt in seen]  # the detector's order decides
+    return {"column": f.column, "formats": formats, "dayfirst": dayfirst}
 
 
 def _booleans(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
@@ -155,7 +158,7 @@ class RulesAnalyst:
             keep_trailing_newline=True,
             autoescape=False,
         )
-        self._templates.filters["py"] = lambda value: pprint.pformat(value, width=96, sort_dicts=False)
+        self._templates.filters["py"] = _literal
         self._templates.filters["quoted"] = _quoted
         self._templates.filters["doc"] = _docstring_safe
 
@@ -227,6 +230,18 @@ def _free_name(base: str, taken: set[str]) -> str:
     while f"{base}_{n}" in taken:
         n += 1
     return f"{base}_{n}"
+
+
+def _literal(value: object) -> str:
+    """A constant as Python source: inline when short, else one entry per line (a reviewable table)."""
+    inline = repr(value)
+    if len(inline) <= INLINE_LITERAL or not isinstance(value, (dict, list, tuple)):
+        return inline
+    if isinstance(value, dict):
+        lines = [f"    {k!r}: {v!r}," for k, v in value.items()]
+        return "{\n" + "\n".join(lines) + "\n}"
+    opening, closing = ("[", "]") if isinstance(value, list) else ("(", ")")
+    return opening + "\n" + "\n".join(f"    {v!r}," for v in value) + "\n" + closing
 
 
 def _docstring_safe(text: object) -> str:

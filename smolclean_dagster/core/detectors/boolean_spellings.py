@@ -30,7 +30,9 @@ def detect(column: ColumnValues) -> Finding | None:
     values = column.meaningful
     known = {v: n for v, n in values.items() if v.casefold() in SPELLINGS}
     keys = {v.casefold() for v in known}
-    if sum(known.values()) < MIN_BOOLEAN_SHARE * sum(values.values()) or len(keys) <= 2 or all(k.isdigit() for k in keys):
+    if sum(known.values()) < MIN_BOOLEAN_SHARE * sum(values.values()):
+        return None
+    if len(keys) <= 2 or all(k.isdigit() for k in keys):  # one spelling per side, or numbers only
         return None
     by_pair: dict[tuple[str, str], int] = {}
     for value, n in known.items():

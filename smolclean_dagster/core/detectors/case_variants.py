@@ -51,11 +51,12 @@ def _mixed(value: str) -> bool:
 def case_mapping(values: dict[str, int]) -> tuple[dict[str, str], dict[str, int]]:
     """From value->cells counts: {case-folded value: canonical spelling} for values with case variants,
     and the cells of each non-canonical spelling."""
+    keys = {value.casefold() for value in values}
+    if len(keys) == len(values) or len(keys) > MAX_DISTINCT_SHARE * sum(values.values()):
+        return {}, {}
     groups: dict[str, list[str]] = {}
     for value in values:
         groups.setdefault(value.casefold(), []).append(value)
-    if len(groups) == len(values) or len(groups) > MAX_DISTINCT_SHARE * sum(values.values()):
-        return {}, {}
     mapping: dict[str, str] = {}
     variants: dict[str, int] = {}
     for key in sorted(groups):

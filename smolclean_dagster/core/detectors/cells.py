@@ -46,7 +46,10 @@ def is_null_token(value: object) -> bool:
 
 def normalise(value: str) -> str:
     """A value as the column means it: stripped, runs of spaces collapsed to one."""
-    return _REPEATED.sub(" ", value.strip())
+    value = value.strip()
+    if value.isprintable() and "  " not in value:  # fast path: the only whitespace is single spaces
+        return value
+    return _REPEATED.sub(" ", value)
 
 
 def text_cells(series: pd.Series) -> pd.Series:

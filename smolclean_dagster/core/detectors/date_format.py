@@ -65,8 +65,8 @@ def detect(column: ColumnValues) -> Finding | None:
         (2, ['%m/%d/%Y', '%B %d, %Y'], False)
     """
     values = column.meaningful
-    total = sum(values.values())
-    if not total or sum(n for v, n in values.items() if 6 <= len(v) <= 40 and _SHAPE.match(v)) < MIN_DATE_SHARE * total:
+    sample = dict(list(values.items())[:SAMPLE_VALUES])  # most columns are obviously not dates
+    if not sample or not _shaped(sample) or not _shaped(values):
         return None
     dayfirst = _day_first(values)
     formats = candidate_formats(dayfirst)
@@ -93,6 +93,12 @@ def detect(column: ColumnValues) -> Finding | None:
         examples=top_examples(to_fix),
         params={"formats": seen, "dominant": dominant, "dayfirst": dayfirst, "format_cells": cells},
     )
+
+
+def _shaped(values: dict[str, int]) -> bool:
+    """True when most cells look like a date (the cheap test before any parsing)."""
+    shaped = sum(n for v, n in values.items() if 6 <= len(v) <= 40 and _SHAPE.match(v))
+    return shaped >= MIN_DATE_SHARE * sum(values.values())
 
 
 def _day_first(values: dict[str, int]) -> bool:

@@ -4,7 +4,7 @@ cells ("12.0 oz", "12.0 ounce", "$1,234.56", "2500 USD", "0.05%") and thousands 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..findings import Finding
 from .cells import ColumnValues, top_examples
@@ -26,6 +26,7 @@ CURRENCY_CODES = (
 PREFIX = r"[$€£¥₹]|(?:US|A|C|NZ|HK|R|S)\$|" + "|".join(CURRENCY_CODES)
 #: A unit behind: a symbol or one word ("oz.", "km/h", "°C", "%"), or a two-word unit ("fl oz", "sq ft").
 SUFFIX = r"fl\.?\s?oz\.?|sq\.?\s?(?:ft|m|km|mi)\.?|(?:[%$€£¥₹°]|[^\W\d_])[^\W\d_/°]{0,11}(?:/[^\W\d_]{1,4})?\.?"
+_PLAIN = re.compile(r"(?P<sign>[-+]?)(?P<number>\d+(?:\.\d+)?|\.\d+)$")
 DECORATED = re.compile(
     rf"^(?P<sign>[-+]?)(?P<prefix>{PREFIX})?\s*(?P<sign2>[-+]?)(?P<number>{NUMBER})\s*(?P<suffix>{SUFFIX})?$"
 )
@@ -57,8 +58,7 @@ def unit_family(spelling: str) -> str:
     return UNIT_ALIASES.get(singular, singular)
 
 
-@dataclass(frozen=True)
-class Number:
+class Number(NamedTuple):
     """One distinct value read as a number: its sign(s), unit before and after, and digits as written."""
 
     value: str
@@ -88,6 +88,10 @@ def parse_numbers(values: dict[str, int]) -> list[Number]:
     """
     numbers = []
     for value, cells in values.items():
+        plain = _PLAIN.match(value)  # the common case, without the costly decorated pattern
+        if plain:
+            numbers.append(Number(value, cells, plain["sign"], "", plain["number"], ""))
+            continue
         m = DECORATED.match(value)
         if m is None:
             continue

@@ -21,7 +21,8 @@ def detect(column: ColumnValues) -> Finding | None:
         return None
     n_outer = sum(n for raw, n in dirty.items() if raw.strip() != raw)
     n_inner = sum(n for raw, n in dirty.items() if normalise(raw) != raw.strip())
-    parts = [f"{n_outer} with surrounding whitespace"] * bool(n_outer) + [f"{n_inner} with repeated spaces"] * bool(n_inner)
+    parts = [f"{n_outer} with surrounding whitespace"] * bool(n_outer)
+    parts += [f"{n_inner} with repeated spaces"] * bool(n_inner)
     n = sum(dirty.values())
     return Finding(
         kind=KIND,

@@ -1,0 +1,66 @@
+"""Learning from a drop: the dataset's agent run on one drop that the module does not clean well enough.
+
+`<name>/drop_learning` (per drop) runs the very same learning flow as `smolclean learn`, through
+`learning.learn`: the drop is read and chunked, the agent works chunk by chunk (each chunk its own run
+and partition, so every trace shows up as usual), the registry is published, validated and re-exported,
+and the drop is cleaned again with the new module. Those are ordinary runs on the same instance, started
+from inside this asset's run, so they work the same under `smolclean ui` (daemon, run launcher) as
+under `dg.materialize` in a test. Its own materialization records what the drop taught the agent.
+
+It runs when a cleaned drop fails its residual check and `learn_on_residual` is "auto" (the residual
+sensor requests it), for the first drop of a dataset with no module yet, or when you launch the job
+`<name>_learn_from_drop` (or materialize the asset) for a drop in the UI.
+"""
+
+
+import dagster as dg
+
+from .assets import find_drop_file
+from .core.storage import DatasetStore
+from .drop_runs import cleaned_key, latest_cleaning, learning_key
+from .partitions import drops_partitions
+from .settings import DatasetSettings
+
+
+def build_drop_learning(s: DatasetSettings) -> dg.AssetsDefinition:
+    """The `drop_learning` asset of one dataset."""
+    store = DatasetStore(s.storage_dir, s.name)
+
+    @dg.asset(key=learning_key(s.name), partitions_def=drops_partitions(s.name), group_name=s.name,
+              deps=[cleaned_key(s.name)], kinds={"python"})
+    def drop_learning(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        """What the agent learned from this drop: new functions, the new module version, and the drop's residual
+        issues before and after (the learning flow runs on the drop, then the drop is cleaned again)."""
+        from .learning import learn  # learning builds Definitions through the factory, which imports this module
+
+        path = find_drop_file(s, context.partition_key)
+        before = store.registry.load()
+        cleaned_before = latest_cleaning(context.instance, s.name, context.partition_key)
+        context.log.info(f"learning from {path} (registry version {before.version}, {len(before.entries)} functions)")
+        outcome = learn(s, path, context.instance)
+        after = store.registry.load()
+        added = [e.function for e in after.entries if e.function.name not in before.names()]
+        cleaned_after = latest_cleaning(context.instance, s.name, context.partition_key)
+        lines = [f"- `{f.name}` ({', '.join(f.columns) or 'all columns'}): {f.summary}" for f in added]
+        return dg.MaterializeResult(
+            metadata={
+                "registry_version_before": dg.MetadataValue.int(before.version),
+                "registry_version": dg.MetadataValue.int(after.version),
+                "functions_added": dg.MetadataValue.int(len(added)),
+                "added": dg.MetadataValue.md("\n".join(lines) or "No new function: the agent found nothing it could fix."),
+                "chunks_analysed": dg.MetadataValue.int(outcome.chunks),
+                "held_out_check": dg.MetadataValue.text("passed" if outcome.validation.passed else "FAILED"),
+                "module": dg.MetadataValue.path(str(outcome.module)),
+                "cleaned": dg.MetadataValue.path(str(outcome.cleaned)),
+                **_residual("before", cleaned_before),
+                **_residual("after", cleaned_after),
+            }
+        )
+
+    return drop_learning
+
+
+def _residual(when: str, cleaning) -> dict[str, dg.MetadataValue]:
+    if cleaning is None or cleaning.residual_share is None:
+        return {}
+    return {f"residual_share_{when}": dg.MetadataValue.float(cleaning.residual_share)}

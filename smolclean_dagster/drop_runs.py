@@ -1,0 +1,161 @@
+"""The runs that clean drops and learn from them: their jobs, how they are requested and tagged, and what
+the instance says about earlier ones. Shared by the drop folder sensor, the residual sensor and the
+re-cleaning schedule.
+
+Run keys make every request idempotent: a drop version (file name + size + modification time) is
+cleaned once per module version and learned from at most once, however many ticks see it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dagster as dg
+
+from .core.apply import read_module_version
+from .core.export import module_filename
+from .settings import DatasetSettings
+
+#: Every run that learns for a dataset carries this tag (value: the dataset), so only one runs at a time.
+LEARNING_TAG = "smolclean/learning"
+#: The drop version a learning run learns from ("<drop key>@<fingerprint>").
+LEARNED_FROM_TAG = "smolclean/learned_from"
+DROP_TAG = "smolclean/drop"
+
+_UNFINISHED = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+]
+
+
+def cleaned_key(name: str) -> dg.AssetKey:
+    return dg.AssetKey([name, "cleaned_data"])
+
+
+def learning_key(name: str) -> dg.AssetKey:
+    return dg.AssetKey([name, "drop_learning"])
+
+
+def clean_job_name(name: str) -> str:
+    return f"{name}_clean_drop"
+
+
+def learn_job_name(name: str) -> str:
+    return f"{name}_learn_from_drop"
+
+
+def drop_jobs(s: DatasetSettings) -> list[dg.UnresolvedAssetJobDefinition]:
+    """The two per-drop jobs of a dataset: clean a drop, and learn from a drop (launch it from the UI)."""
+    return [
+        dg.define_asset_job(
+            clean_job_name(s.name), selection=dg.AssetSelection.assets(cleaned_key(s.name)),
+            description=f"Clean one drop of {s.name!r} with the current module (launched by the drop folder sensor).",
+        ),
+        dg.define_asset_job(
+            learn_job_name(s.name), selection=dg.AssetSelection.assets(learning_key(s.name)),
+            description=f"Run the agent of {s.name!r} on one drop, re-export the module, and clean the drop again.",
+        ),
+    ]
+
+
+def current_module_version(s: DatasetSettings) -> int | None:
+    """The registry version of the dataset's exported module; None when there is no module yet."""
+    module = s.module_dir / module_filename(s.name)
+    if not module.is_file():
+        return None
+    version = read_module_version(module.read_text(encoding="utf-8"))
+    return -1 if version is None else version
+
+
+def clean_request(name: str, key: str, fingerprint: str, *, module_version: int | None = None) -> dg.RunRequest:
+    """Clean drop `key` (this version of its file) with the current module."""
+    version = f":v{module_version}" if module_version is not None else ""
+    return dg.RunRequest(
+        run_key=f"clean:{key}@{fingerprint}{version}", job_name=clean_job_name(name), partition_key=key,
+        tags={DROP_TAG: key},
+    )
+
+
+def learning_request(name: str, key: str, fingerprint: str) -> dg.RunRequest:
+    """Learn from drop `key` (this version of its file); the run ends by cleaning it again."""
+    return dg.RunRequest(
+        run_key=f"learn:{key}@{fingerprint}", job_name=learn_job_name(name), partition_key=key,
+        tags={DROP_TAG: key, LEARNING_TAG: name, LEARNED_FROM_TAG: f"{key}@{fingerprint}"},
+    )
+
+
+def learning_in_progress(instance: dg.DagsterInstance, name: str) -> str | None:
+    """The id of an unfinished learning run of the dataset, if there is one."""
+    runs = instance.get_runs(dg.RunsFilter(tags={LEARNING_TAG: name}, statuses=_UNFINISHED), limit=1)
+    return runs[0].run_id if runs else None
+
+
+def already_learned(instance: dg.DagsterInstance, key: str, fingerprint: str) -> bool:
+    """Whether a learning run was ever launched for this version of drop `key` (whatever its outcome)."""
+    return bool(instance.get_runs(dg.RunsFilter(tags={LEARNED_FROM_TAG: f"{key}@{fingerprint}"}), limit=1))
+
+
+@dataclass(frozen=True)
+class Cleaning:
+    """What the latest materialization of one cleaned drop says (from its metadata)."""
+
+    storage_id: int
+    drop: str
+    module_version: int | None
+    fingerprint: str | None
+    residual_passed: bool | None
+    residual_share: float | None
+
+    @classmethod
+    def of(cls, record: dg.EventLogRecord) -> Cleaning:
+        mat = record.asset_materialization
+        md = mat.metadata if mat else {}
+
+        def value(label: str):
+            return md[label].value if label in md else None
+
+        version = value("module_version")
+        return cls(
+            storage_id=record.storage_id,
+            drop=mat.partition if mat else "",
+            module_version=int(version) if isinstance(version, (int, float)) and version >= 0 else None,
+            fingerprint=value("source_fingerprint"),
+            residual_passed=value("residual_passed"),
+            residual_share=value("residual_share"),
+        )
+
+
+def latest_cleanings(instance: dg.DagsterInstance, name: str) -> list[Cleaning]:
+    """The latest cleaning of every drop of the dataset that was ever cleaned, by drop key."""
+    key = cleaned_key(name)
+    ids = instance.event_log_storage.get_latest_storage_id_by_partition(key, dg.DagsterEventType.ASSET_MATERIALIZATION)
+    out: list[Cleaning] = []
+    wanted = sorted(ids.values())
+    for start in range(0, len(wanted), 500):
+        page = wanted[start : start + 500]
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=key, storage_ids=page), limit=len(page)
+        ).records
+        out += [Cleaning.of(r) for r in records]
+    return sorted(out, key=lambda c: c.drop)
+
+
+def cleanings_since(instance: dg.DagsterInstance, name: str, after_storage_id: int, limit: int = 100) -> list[Cleaning]:
+    """Cleanings of the dataset's drops recorded after `after_storage_id`, oldest first."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=cleaned_key(name), after_storage_id=after_storage_id), limit=limit,
+        ascending=True,
+    ).records
+    return [Cleaning.of(r) for r in records]
+
+
+def latest_cleaning(instance: dg.DagsterInstance, name: str, key: str) -> Cleaning | None:
+    """The latest cleaning of drop `key`, if it was ever cleaned."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=cleaned_key(name), asset_partitions=[key]), limit=1
+    ).records
+    return Cleaning.of(records[0]) if records else None
+

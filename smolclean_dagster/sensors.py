@@ -1,0 +1,180 @@
+"""Sensors of a dataset: its drop folder, and cleaned drops that fail their residual check.
+
+Both are on by default (the residual one only with `learn_on_residual: auto`), so `smolclean ui` cleans
+new files and learns from new dirt without anyone clicking. The rules for picking files up live in
+`core/watch.py` and the README ("Drop folders").
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from .core.drops import drop_key
+from .core.watch import FileState, WatchCursor, observe, probe_drop, scan_folder
+from .drop_runs import (
+    Cleaning,
+    already_learned,
+    clean_request,
+    cleaned_key,
+    cleanings_since,
+    current_module_version,
+    latest_cleaning,
+    learn_job_name,
+    learning_in_progress,
+    learning_request,
+)
+from .partitions import drops_partitions
+from .settings import DatasetSettings
+
+
+def build_drop_folder_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinition:
+    """Watches the dataset's drop folder: finished new files become drop partitions and get cleaned.
+
+    With no module yet, the first finished drop is learned from (`learn_on_residual: auto`) or the files
+    wait, with the reason in the tick (`on_request`). Unreadable files are reported in the tick (log and
+    an observation on `<name>/cleaned_data`) once per version, and the other files go on.
+    """
+    name = s.name
+    drops = drops_partitions(name)
+
+    @dg.sensor(
+        name=f"{name}_drop_folder", jobs=jobs, minimum_interval_seconds=s.sensor_interval_s,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=f"Cleans each new file in {s.drops_dir} matching {s.glob!r} once it has stopped changing.",
+    )
+    def drop_folder(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        plan = observe(WatchCursor.from_json(context.cursor), scan_folder(s.drops_dir, s.glob),
+                       stable_ticks=s.stable_ticks)
+        cursor, version = plan.cursor, current_module_version(s)
+        runs: list[dg.RunRequest] = []
+        new_keys: list[str] = []
+        events: list[dg.AssetObservation] = []
+        notes: list[str] = []
+        waiting: list[str] = []
+        learning = learning_in_progress(context.instance, name) if version is None else None
+        for f in plan.ready:
+            reason = probe_drop(s.drops_dir / f.name)
+            if reason:
+                context.log.warning(f"not cleaning {f.name}: {reason}")
+                events.append(_unreadable(name, f, reason))
+                cursor = cursor.with_status(f, "rejected", reason)
+                continue
+            key = drop_key(f.name)
+            if version is not None:
+                if _cleaned_already(context.instance, name, key, f):
+                    context.log.info(f"{f.name}: this version is cleaned already")
+                else:
+                    runs.append(clean_request(name, key, f.fingerprint))
+            elif s.learn_on_residual == "auto" and learning is None and not runs:
+                context.log.info(f"{f.name}: no module for {name!r} yet, learning one from this drop")
+                runs.append(learning_request(name, key, f.fingerprint))
+            else:
+                waiting.append(f.name)
+                continue
+            if not context.instance.has_dynamic_partition(drops.name, key) and key not in new_keys:
+                new_keys.append(key)
+            cursor = cursor.with_status(f, "handled")
+        if waiting:
+            notes.append(_no_module_note(s, waiting, learning))
+        if plan.settling:
+            notes.append(f"waiting for {len(plan.settling)} file(s) to stop changing: "
+                         + ", ".join(f.name for f in plan.settling[:5]))
+        if events:
+            notes.append(f"{len(events)} file(s) cannot be read (see the log and {name}/cleaned_data's observations)")
+        for note in notes:
+            context.log.info(note)
+        return dg.SensorResult(
+            run_requests=runs,
+            cursor=cursor.to_json(),
+            dynamic_partitions_requests=[drops.build_add_request(new_keys)] if new_keys else None,
+            asset_events=events,
+            skip_reason=None if runs else ("; ".join(notes) or f"no new finished file in {s.drops_dir}"),
+        )
+
+    return drop_folder
+
+
+def build_residual_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinition:
+    """Learns from drops whose cleaned output fails the residual check, one drop at a time.
+
+    Running by default when `learn_on_residual` is "auto", stopped (switch it on in the UI) otherwise.
+    A drop cleaned by an older module is cleaned again first instead; a drop version is learned from at
+    most once, so a drop whose dirt the agent cannot fix does not loop.
+    """
+    name = s.name
+    status = dg.DefaultSensorStatus.RUNNING if s.learn_on_residual == "auto" else dg.DefaultSensorStatus.STOPPED
+
+    @dg.sensor(
+        name=f"{name}_learn_on_residual", jobs=jobs, minimum_interval_seconds=s.sensor_interval_s,
+        default_status=status,
+        description=f"Runs {learn_job_name(name)} on a drop whose cleaned output still has more dirt than "
+        f"residual_threshold={s.residual_threshold}.",
+    )
+    def learn_on_residual(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        busy = learning_in_progress(context.instance, name)
+        if busy:
+            return dg.SensorResult(skip_reason=f"learning run {busy} is still going; waiting for it to finish",
+                                   cursor=context.cursor)
+        after = int(context.cursor or 0)
+        version = current_module_version(s)
+        runs: list[dg.RunRequest] = []
+        for cleaning in cleanings_since(context.instance, name, after):
+            after = cleaning.storage_id
+            request = _residual_request(context, s, cleaning, version)
+            if request is not None:
+                runs.append(request)
+                if request.job_name == learn_job_name(name):
+                    break  # one learning run at a time: the next failing drop may be fixed by this one
+        return dg.SensorResult(
+            run_requests=runs, cursor=str(after),
+            skip_reason=None if runs else "no new cleaned drop fails its residual check",
+        )
+
+    return learn_on_residual
+
+
+def _residual_request(context: dg.SensorEvaluationContext, s: DatasetSettings, cleaning: Cleaning,
+                      version: int | None) -> dg.RunRequest | None:
+    """What to do about one cleaning: nothing, clean the drop again with a newer module, or learn from it."""
+    if cleaning.residual_passed is not False or cleaning.fingerprint is None:
+        return None
+    latest = latest_cleaning(context.instance, s.name, cleaning.drop)
+    if latest is not None and latest.storage_id != cleaning.storage_id:
+        return None  # cleaned again since; that later cleaning is looked at on its own
+    if version is not None and cleaning.module_version is not None and cleaning.module_version < version:
+        context.log.info(f"{cleaning.drop}: cleaned by module version {cleaning.module_version}, cleaning it "
+                         f"again with version {version} before learning from it")
+        return clean_request(s.name, cleaning.drop, cleaning.fingerprint, module_version=version)
+    if already_learned(context.instance, cleaning.drop, cleaning.fingerprint):
+        context.log.info(f"{cleaning.drop}: residual issues remain, but this version was learned from already")
+        return None
+    context.log.info(f"{cleaning.drop}: residual check failed, learning from it")
+    return learning_request(s.name, cleaning.drop, cleaning.fingerprint)
+
+
+def _cleaned_already(instance: dg.DagsterInstance, name: str, key: str, f: FileState) -> bool:
+    """Whether this very version of the file was cleaned before (e.g. by `smolclean learn`)."""
+    latest = latest_cleaning(instance, name, key)
+    return latest is not None and latest.fingerprint == f.fingerprint
+
+
+def _unreadable(name: str, f: FileState, reason: str) -> dg.AssetObservation:
+    return dg.AssetObservation(
+        asset_key=cleaned_key(name),
+        description=f"{f.name} was not cleaned: {reason}",
+        metadata={"file": dg.MetadataValue.text(f.name), "reason": dg.MetadataValue.text(reason),
+                  "size": dg.MetadataValue.int(f.size)},
+    )
+
+
+def _no_module_note(s: DatasetSettings, waiting: list[str], learning: str | None) -> str:
+    files = ", ".join(waiting[:5])
+    if learning:
+        return f"{len(waiting)} file(s) wait for learning run {learning} to export a module: {files}"
+    return (f"no cleaning module for {s.name!r} yet, so {len(waiting)} file(s) wait: {files}. Learn one: launch "
+            f"{learn_job_name(s.name)} for one of them, or run `smolclean learn FILE --name {s.name}`")
+
+
+def build_sensors(s: DatasetSettings, jobs: list) -> list[dg.SensorDefinition]:
+    """Every sensor of one dataset."""
+    return [build_drop_folder_sensor(s, jobs), build_residual_sensor(s, jobs)]
