@@ -12,7 +12,9 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from .checks import cleaned_check_results, cleaned_check_specs
+from .core.analysts.rules import RulesAnalyst
 from .core.apply import apply_module, read_module_version
+from .core.consolidate import consolidate
 from .core.drops import drop_key, read_drop
 from .core.errors import DropReadError, SmolcleanError
 from .core.export import module_filename, write_module
@@ -25,7 +27,7 @@ from .core.report import write_report
 from .core.steps import ChunkTrace
 from .core.storage import DatasetStore
 from .core.watch import FileState
-from .metadata import frame_preview, findings_metadata, plan_metadata, registry_metadata, trace_metadata, validation_metadata
+from .metadata import consolidation_metadata, frame_preview, findings_metadata, plan_metadata, registry_metadata, trace_metadata, validation_metadata
 from .partitions import chunks_partitions, drops_partitions
 from .resources import SandboxResource
 from .settings import DatasetSettings
@@ -150,15 +152,26 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
         return trace
 
     @dg.asset(key=key("registry"), io_manager_key=records, group_name=name, deps=[key("chunk_functions")])
-    def registry(context: dg.AssetExecutionContext) -> Registry:
-        """The published registry: every accepted function in order, with provenance and evidence."""
+    def registry(context: dg.AssetExecutionContext, smolclean_sandbox: SandboxResource) -> Registry:
+        """Consolidation: functions doing the same job merged (proved to give the same output), then the
+        registry published with every function in order, its provenance and evidence."""
         current = store.registry.load()
+        frames = [plan.visible_rows(store.load_frame("raw_data", plan.drop), limit=REFERENCE_ROWS)
+                  for plan in store.models("chunks", ChunkPlan)]
+        rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        result = consolidate(current, rows, smolclean_sandbox.get(), rule_merger=RulesAnalyst().merge,
+                             model_merger=_model_merger(s))
+        if result.merged:
+            # Chunks may have accepted more functions meanwhile: then this round is skipped, not forced.
+            published = store.registry.update(lambda reg: result.registry if reg.version == current.version else reg)
+        else:
+            published = current
         try:
             previous = store.load_model("registry", Registry)
         except SmolcleanError:
             previous = None
-        context.add_output_metadata(registry_metadata(current, previous))
-        return current
+        context.add_output_metadata({**registry_metadata(published, previous), **consolidation_metadata(result)})
+        return published
 
     @dg.asset(key=key("validation"), io_manager_key=records, group_name=name,
               ins={"registry": dg.AssetIn(key("registry"))})
@@ -263,6 +276,17 @@ def _make_check(validation_key: dg.AssetKey, check_name: str, description: str) 
         return dg.AssetCheckResult(passed=outcome.passed, metadata={"detail": outcome.detail})
 
     return _check
+
+
+def _model_merger(s: DatasetSettings):
+    """The LLM's merge for functions it wrote, when the dataset has a model; None for the rules analyst."""
+    if s.analyst_kind == "rules":
+        return None
+    analyst = s.make_analyst()
+    llm = getattr(analyst, "llm", analyst)
+    if not hasattr(llm, "merge"):
+        return None
+    return lambda functions: llm.merge(s.name, functions, s.instructions).function
 
 
 def _loop_settings(s: DatasetSettings) -> LoopSettings:

@@ -44,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("file", type=Path)
     apply.add_argument("-o", "--output", type=Path, required=True, help="OUT.parquet (default), OUT.csv or OUT.jsonl")
     apply.add_argument("--batch-size", type=int, default=50_000)
+    apply.add_argument("--workers", type=int, default=2, help="sandbox workers cleaning batches side by side")
 
     ui = sub.add_parser("ui", help="the Dagster UI (and daemon) on a workdir")
     ui.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
@@ -74,12 +75,13 @@ def _log_level(args: argparse.Namespace) -> str:
     return "INFO" if args.verbose else "WARNING"
 
 
-def _print_outcome(outcome) -> None:
+def _print_outcome(outcome, drops: Path) -> None:
     v = outcome.validation
     print(f"[{outcome.dataset}] {outcome.functions} function(s) learned from {outcome.chunks} chunk(s) of {outcome.drop}")
     print(f"  module:  {outcome.module}")
     print(f"  report:  {outcome.report}")
     print(f"  cleaned: {outcome.cleaned}")
+    print(f"  drops:   {drops}/  (new files there are cleaned by `smolclean ui`)")
     print(f"  held-out check: {'passed' if v.passed else 'FAILED'} on {v.holdout_rows} rows, {v.cells_changed} cells changed")
 
 
@@ -91,7 +93,7 @@ def _demo(args: argparse.Namespace) -> int:
     for name, filename in DEMO_FILES.items():
         settings = _settings(name=name, workdir=args.workdir, model=None, analyst="rules")
         with resources.as_file(sample / filename) as path:
-            _print_outcome(learn(settings, path, instance, log_level=_log_level(args)))
+            _print_outcome(learn(settings, path, instance, log_level=_log_level(args)), settings.drops_dir)
     print(f"drop folders: {args.workdir / 'drops'}/<dataset>/  (watched by `smolclean ui --workdir {args.workdir}`)")
     return 0
 
@@ -104,7 +106,7 @@ def _learn(args: argparse.Namespace) -> int:
         chunk_budget=args.chunk_budget, max_steps=args.max_steps, concurrency=args.concurrency, analyst=args.analyst, model=args.model,
         api_base=args.api_base, api_key=args.api_key,
     )
-    _print_outcome(learn(settings, args.file, log_level=_log_level(args)))
+    _print_outcome(learn(settings, args.file, log_level=_log_level(args)), settings.drops_dir)
     return 0
 
 
@@ -114,23 +116,73 @@ def _apply(args: argparse.Namespace) -> int:
 
     if not args.module.is_file():
         raise SmolcleanError(f"{args.module}: no such module file")
-    with Sandbox() as sandbox:
-        result = apply_module(
-            args.module.read_text(encoding="utf-8"), args.file, args.output, sandbox=sandbox,
-            batch_size=args.batch_size,
-            on_batch=lambda n, rows: print(f"batch {n}: {rows} rows cleaned", file=sys.stderr),
-        )
-    print(f"cleaned {result.rows_in} rows in {result.batches} batch(es) -> {result.output} ({result.seconds:.1f}s)")
+    # Not `with Sandbox()`: that starts a pool worker, and apply only uses its own batch workers.
+    sandbox = Sandbox()
+    try:
+        with _ApplyProgress(args.file) as progress:
+            result = apply_module(
+                args.module.read_text(encoding="utf-8"), args.file, args.output, sandbox=sandbox,
+                batch_size=args.batch_size, workers=args.workers, on_batch=progress.update,
+            )
+    finally:
+        sandbox.close()
+    r = result.residual
+    print(f"cleaned {result.rows_in} rows in {result.batches} batch(es) -> {result.output} "
+          f"({result.seconds:.1f}s, {result.rows_per_s:,.0f} rows/s, {result.workers} worker(s))")
+    print(f"residual issues: {len(r.findings)} finding(s), {r.share:.2%} of {r.cells_sampled} sampled cells flagged"
+          + "".join(f"\n  {f.column}: {f.message}" for f in r.findings[:10]))
     return 0
+
+
+class _ApplyProgress:
+    """A rich progress bar on a terminal (rows, estimated from the file size), one line per batch otherwise."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._bar = None
+        self._task = None
+
+    def __enter__(self) -> _ApplyProgress:
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+            from .core.apply import estimate_rows
+
+            total = estimate_rows(self.path) if self.path.is_file() else None
+            self._bar = Progress(
+                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"),
+                TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=False,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task(f"cleaning {self.path.name}", total=total)
+        return self
+
+    def update(self, batches: int, rows: int) -> None:
+        if self._bar is None:
+            print(f"batch {batches}: {rows} rows cleaned", file=sys.stderr, flush=True)
+            return
+        total = self._bar.tasks[0].total
+        # The total is an estimate: never let the bar run past it.
+        self._bar.update(self._task, completed=rows, total=max(total, rows) if total is not None else None)
+
+    def __exit__(self, exc_type, *exc_info: object) -> None:
+        if self._bar is not None:
+            if exc_type is None:
+                self._bar.update(self._task, total=self._bar.tasks[0].completed)
+            self._bar.stop()
 
 
 def _ui(args: argparse.Namespace) -> int:
     from .learning import workdir_instance
+    from .settings import load_workdir
 
     workdir = args.workdir.resolve()
     workdir_instance(workdir)
     env = {**os.environ, "DAGSTER_HOME": str(workdir / "dagster_home"), "SMOLCLEAN_WORKDIR": str(workdir)}
     print(f"serving the datasets of {workdir} at http://{args.host}:{args.port}")
+    for settings in load_workdir(workdir):
+        print(f"  {settings.name}: new files in {settings.drops_dir}/ ({settings.glob}) are cleaned automatically")
     cmd = [sys.executable, "-m", "dagster", "dev", "-m", "smolclean_dagster.location", "-h", args.host, "-p", str(args.port)]
     return subprocess.call(cmd, env=env)
 

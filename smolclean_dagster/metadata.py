@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
+from .core.consolidate import Consolidation
 from .core.plan import ChunkPlan
 from .core.profile import Finding
 from .core.quality import ValidationReport
@@ -119,13 +120,26 @@ def registry_metadata(registry: Registry, previous: Registry | None) -> dict[str
         )
     before = {e.function.name for e in previous.entries} if previous else set()
     after = {e.function.name for e in registry.entries}
-    diff = [f"+ {n}" for n in sorted(after - before)] + [f"- {n}" for n in sorted(before - after)]
+    merged_into = {n: e.function.name for e in registry.entries for n in e.merged_from if n != e.function.name}
+    diff = [f"+ {n}" for n in sorted(after - before)] + [
+        f"- {n}" + (f" (merged into {merged_into[n]})" if n in merged_into else "") for n in sorted(before - after)
+    ]
     return {
         "version": dg.MetadataValue.int(registry.version),
         "functions": dg.MetadataValue.int(len(registry.entries)),
         "registry": dg.MetadataValue.md("\n".join(rows)),
         "diff": dg.MetadataValue.md("```diff\n" + ("\n".join(diff) or "(no change)") + "\n```"),
     }
+
+
+def consolidation_metadata(result: Consolidation) -> dict[str, dg.MetadataValue]:
+    """What consolidation merged, and what it tried and left apart (with the reason)."""
+    if not result.merges:
+        return {"merged": dg.MetadataValue.int(0)}
+    rows = ["| functions | merged into | why |", "|---|---|---|"]
+    rows += [f"| {', '.join(f'`{n}`' for n in m.names)} | {f'`{m.into}`' if m.into else '—'} | {_cell(m.reason)} |"
+             for m in result.merges]
+    return {"merged": dg.MetadataValue.int(len(result.merged)), "consolidation": dg.MetadataValue.md("\n".join(rows))}
 
 
 def validation_metadata(report: ValidationReport) -> dict[str, dg.MetadataValue]:

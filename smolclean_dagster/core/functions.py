@@ -4,8 +4,22 @@ from __future__ import annotations
 
 import ast
 import hashlib
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+
+class RuleSpec(BaseModel):
+    """How a rules-made function was rendered: its template and the template's context (its constants).
+
+    Kept so that consolidation can merge two functions of one rule on one column by merging their
+    constants and rendering the template again, instead of guessing from code.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    template: str
+    context: dict[str, Any]
 
 
 class CleaningFunction(BaseModel):
@@ -32,9 +46,12 @@ class CleaningFunction(BaseModel):
     code: str
     docstring: str = ""
     columns: tuple[str, ...] = Field(default_factory=tuple)
+    rule: RuleSpec | None = None
 
     @classmethod
-    def from_code(cls, code: str, *, columns: list[str] | tuple[str, ...] = ()) -> CleaningFunction:
+    def from_code(
+        cls, code: str, *, columns: list[str] | tuple[str, ...] = (), rule: RuleSpec | None = None
+    ) -> CleaningFunction:
         """Build a CleaningFunction from source, reading the name and docstring off the code.
 
         Raises SyntaxError when the code does not parse and ValueError when it has no top-level function;
@@ -46,7 +63,7 @@ class CleaningFunction(BaseModel):
         if not defs:
             raise ValueError("the code defines no top-level function")
         fn = defs[-1]
-        return cls(name=fn.name, code=code, docstring=ast.get_docstring(fn) or "", columns=tuple(columns))
+        return cls(name=fn.name, code=code, docstring=ast.get_docstring(fn) or "", columns=tuple(columns), rule=rule)
 
     @property
     def code_hash(self) -> str:

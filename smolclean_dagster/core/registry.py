@@ -54,6 +54,7 @@ class Evidence(BaseModel):
     cells_changed: int = 0
     columns_changed: tuple[str, ...] = ()
     examples: tuple[Example, ...] = ()
+    rows_dropped: int = 0
 
 
 class RegistryEntry(BaseModel):
@@ -64,6 +65,7 @@ class RegistryEntry(BaseModel):
     function: CleaningFunction
     provenance: Provenance
     evidence: Evidence = Field(default_factory=Evidence)
+    merged_from: tuple[str, ...] = Field(default=(), description="functions consolidation merged into this one")
 
 
 class Registry(BaseModel):

@@ -5,6 +5,7 @@ Every check runs the code in the sandbox; a failed check is a reason the model (
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -14,6 +15,11 @@ import pandas as pd
 from .functions import CleaningFunction
 from .profile import is_null_token
 from .registry import Evidence, Example
+
+
+#: A candidate slower than this per row (and than the floor) is rejected: it would not scale to real drops.
+SLOW_PER_ROW_S = 0.01
+SLOW_FLOOR_S = 2.0
 
 
 class CodeRunner(Protocol):
@@ -80,13 +86,31 @@ def check_candidate(
     caller (they are rejections with their own message); failed checks come back as a rejected Verdict.
     """
     results = []
+    dropped = 0
     for label, frame in (("the chunk", chunk), ("the held-out rows", holdout)):
         if frame.empty:
             continue
+        started = time.perf_counter()
         out = runner.run(fn.code, frame, entry=fn.name, timeout_s=timeout_s)
+        elapsed = time.perf_counter() - started
+        limit = max(SLOW_FLOOR_S, SLOW_PER_ROW_S * len(frame))
+        if elapsed > limit:
+            return Verdict(
+                False,
+                f"too slow: {elapsed:.1f} s on {len(frame)} rows of {label} (limit {limit:.1f} s); use vectorised "
+                "pandas operations instead of Python loops over rows",
+            )
         problem = _row_and_column_problem(frame, out, label, allow_row_drops)
         if problem:
             return Verdict(False, problem)
+        dropped += len(frame) - len(out)
+        repeat = runner.run(fn.code, frame, entry=fn.name, timeout_s=timeout_s)
+        if not frames_equal(out, repeat):
+            return Verdict(
+                False,
+                f"not deterministic on {label}: two runs on the same rows gave different results in column(s) "
+                f"{_differing_columns(out, repeat)}; do not use randomness, the clock or anything but the row",
+            )
         again = runner.run(fn.code, out, entry=fn.name, timeout_s=timeout_s)
         if not frames_equal(out, again):
             cols = _differing_columns(out, again)
@@ -104,7 +128,7 @@ def check_candidate(
                 "(like 'N/A' or 'none') may become null: keep values you cannot fix",
             )
         results.append((frame, out))
-    return _evidence_verdict(fn, results, holdout_rows=len(holdout))
+    return _evidence_verdict(fn, results, holdout_rows=len(holdout), rows_dropped=dropped)
 
 
 def _row_and_column_problem(before: pd.DataFrame, after: pd.DataFrame, label: str, allow_drops: bool) -> str | None:
@@ -139,12 +163,14 @@ def _new_nulls(before: pd.DataFrame, after: pd.DataFrame) -> tuple[str, str] | N
 
 
 def _evidence_verdict(
-    fn: CleaningFunction, results: list[tuple[pd.DataFrame, pd.DataFrame]], holdout_rows: int
+    fn: CleaningFunction, results: list[tuple[pd.DataFrame, pd.DataFrame]], holdout_rows: int, rows_dropped: int = 0
 ) -> Verdict:
     cells = 0
     columns: list[str] = []
     examples: list[Example] = []
     for before, after in results:
+        if len(before) != len(after):  # rows were dropped on purpose: compare what is comparable by position
+            continue
         diff = changed_cells(before, after)
         cells += int(diff.to_numpy().sum())
         b, a = as_text(before).reset_index(drop=True), as_text(after).reset_index(drop=True)
@@ -155,7 +181,7 @@ def _evidence_verdict(
                 columns.append(col)
             for i in np.flatnonzero(diff[col].to_numpy())[: max(0, 3 - len(examples))]:
                 examples.append(Example(column=col, before=b.at[i, col], after=a.at[i, col]))
-    if cells == 0:
+    if cells == 0 and rows_dropped == 0:
         return Verdict(False, "made no change on the chunk or the held-out rows; target a problem that is present")
     evidence = Evidence(
         rows_checked=sum(len(b) for b, _ in results),
@@ -163,5 +189,7 @@ def _evidence_verdict(
         cells_changed=cells,
         columns_changed=tuple(columns),
         examples=tuple(examples),
+        rows_dropped=rows_dropped,
     )
-    return Verdict(True, f"changed {cells} cell(s) in {columns}; idempotent; no rows or values lost", evidence)
+    dropped = f"; dropped {rows_dropped} row(s) as the instructions allow" if rows_dropped else "; no rows lost"
+    return Verdict(True, f"changed {cells} cell(s) in {columns}; deterministic and idempotent{dropped}", evidence)

@@ -32,7 +32,7 @@ from ..detectors import (
 )
 from ..detectors.date_format import candidate_formats
 from ..findings import Finding
-from ..functions import CleaningFunction
+from ..functions import CleaningFunction, RuleSpec
 from ..profile import detect_issues
 from .base import AnalysisRequest, Issue, Proposal
 
@@ -180,11 +180,35 @@ class RulesAnalyst:
             if context is None:
                 log.debug("rules: nothing safe to do for %s on %s", rule.kind, [f.column for f in found])
                 continue
-            code = self._templates.get_template(rule.template).render(name=name, **context)
-            function = CleaningFunction.from_code(code, columns=[f.column for f in found])
+            function = self._render(rule.template, context, name, [f.column for f in found])
             log.info("rules: chunk %s step %d proposes %s", request.chunk_id, request.step, name)
             return Proposal(issues=issues, function=function, status="needs_more_work")
         return Proposal(issues=issues, function=None, status="clean")
+
+    def _render(self, template: str, context: dict, name: str, columns: list[str]) -> CleaningFunction:
+        code = self._templates.get_template(template).render(name=name, **context)
+        return CleaningFunction.from_code(code, columns=columns, rule=RuleSpec(template=template, context=context))
+
+    def merge(self, functions: list[CleaningFunction]) -> CleaningFunction | None:
+        """One function doing the job of several made by the same rule on the same columns (their constants
+        merged, e.g. two mapping tables into one), or None when they cannot be merged safely.
+
+        Example:
+            >>> RulesAnalyst().merge([unify_case_city, unify_case_city_2]).name   # doctest: +SKIP
+            'unify_case_city'
+        """
+        specs = [f.rule for f in functions]
+        if len(functions) < 2 or any(s is None for s in specs):
+            return None
+        if len({s.template for s in specs}) != 1 or len({f.columns for f in functions}) != 1:
+            return None
+        try:
+            context = specs[0].context
+            for spec in specs[1:]:
+                context = _merge_context(context, spec.context)
+        except ValueError:
+            return None
+        return self._render(specs[0].template, context, functions[0].name, list(functions[0].columns))
 
     def _refine(self, finding: Finding, request: AnalysisRequest) -> Finding | None:
         """The same detector over the chunk plus the reference rows: whole-drop evidence, when there is some."""
@@ -193,6 +217,36 @@ class RulesAnalyst:
             return None
         both = pd.concat([request.chunk[finding.column], reference[finding.column]], ignore_index=True)
         return DETECTORS[KINDS.index(finding.kind)].detect(ColumnValues.of(finding.column, both))
+
+
+#: Context keys that only illustrate a docstring: merging keeps the first function's.
+_DISPLAY_ONLY = {"examples"}
+
+
+def _merge_context(a: dict, b: dict) -> dict:
+    """Two template contexts as one: tables and lists united (the first wins a conflicting key), other
+    values must agree. Raises ValueError when they do not, so the functions stay apart."""
+    out = dict(a)
+    for key, value in b.items():
+        if key not in out or key in _DISPLAY_ONLY:
+            out.setdefault(key, value)
+        else:
+            out[key] = _merge_value(out[key], value)
+    return out
+
+
+def _merge_value(a: object, b: object) -> object:
+    if isinstance(a, dict) and isinstance(b, dict):
+        merged = dict(a)
+        for k, v in b.items():
+            merged[k] = _merge_value(a[k], v) if k in a and isinstance(a[k], (dict, list)) else a.get(k, v)
+        # Keep constants in a stable order: the rendered module must not depend on which chunk came first.
+        return dict(sorted(merged.items(), key=lambda kv: str(kv[0])))
+    if isinstance(a, list) and isinstance(b, list):
+        return a + [v for v in b if v not in a]
+    if a == b:
+        return a
+    raise ValueError(f"conflicting values {a!r} and {b!r}")
 
 
 def _candidates(findings: list[Finding]) -> Iterator[tuple[Rule, list[Finding]]]:

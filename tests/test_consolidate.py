@@ -1,0 +1,64 @@
+"""Consolidation: redundant functions become one, the module's output is unchanged, nothing disappears."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from smolclean_dagster.core.analysts.base import AnalysisRequest, RegisteredSummary
+from smolclean_dagster.core.analysts.rules import RulesAnalyst
+from smolclean_dagster.core.consolidate import consolidate
+from smolclean_dagster.core.export import render_module
+from smolclean_dagster.core.functions import CleaningFunction
+from smolclean_dagster.core.registry import Provenance, Registry, RegistryEntry
+
+
+def _rules_function(chunk: pd.DataFrame, taken: tuple[str, ...]) -> CleaningFunction:
+    request = AnalysisRequest(dataset="d", chunk_id="c", step=1, chunk=chunk,
+                              registry=tuple(RegisteredSummary(name=n, docstring="") for n in taken))
+    proposal = RulesAnalyst().propose(request)
+    assert proposal.function is not None
+    return proposal.function
+
+
+def _registry(*functions: CleaningFunction) -> Registry:
+    reg = Registry(dataset="d")
+    for i, f in enumerate(functions):
+        reg = reg.with_entry(RegistryEntry(function=f, provenance=Provenance(drop="d.csv", chunk=f"c{i}", step=1,
+                                                                             analyst="rules")))
+    return reg
+
+
+ROWS = pd.DataFrame({"city": ["chicago", "Chicago", "Chicago", "boston", "Boston", "Boston", "Denver", "BOSTON",
+                              "CHICAGO", "Denver"]}, dtype=object)
+
+
+def test_two_functions_of_one_rule_become_one_and_the_output_is_unchanged(sandbox):
+    first = _rules_function(pd.DataFrame({"city": ["chicago", "Chicago", "Chicago", "Denver", "Denver"]}, dtype=object), ())
+    second = _rules_function(pd.DataFrame({"city": ["boston", "Boston", "Boston", "Denver", "Denver"]}, dtype=object),
+                             (first.name,))
+    assert first.name == "unify_case_city" and second.name == "unify_case_city_2"
+    registry = _registry(first, second)
+    before = sandbox.run(render_module(registry), ROWS, entry="clean", module=True)
+
+    result = consolidate(registry, ROWS, sandbox, rule_merger=RulesAnalyst().merge)
+
+    assert [e.function.name for e in result.registry.entries] == ["unify_case_city"]
+    assert result.registry.entries[0].merged_from == ("unify_case_city", "unify_case_city_2")
+    assert result.registry.version == registry.version + 1
+    after = sandbox.run(render_module(result.registry), ROWS, entry="clean", module=True)
+    assert after["city"].tolist() == before["city"].tolist()
+    assert after["city"].tolist()[:4] == ["Chicago", "Chicago", "Chicago", "Boston"]
+
+
+def test_a_merge_that_changes_the_output_is_refused_and_both_functions_stay(sandbox):
+    a = CleaningFunction.from_code('def upper_city(df):\n    """Upper-case city."""\n    df = df.copy()\n'
+                                   '    df["city"] = df["city"].str.upper()\n    return df\n', columns=["city"])
+    b = CleaningFunction.from_code('def strip_city(df):\n    """Strip city."""\n    df = df.copy()\n'
+                                   '    df["city"] = df["city"].str.strip()\n    return df\n', columns=["city"])
+    wrong = CleaningFunction.from_code('def city(df):\n    """Lower-case city."""\n    df = df.copy()\n'
+                                       '    df["city"] = df["city"].str.lower()\n    return df\n', columns=["city"])
+    registry = _registry(a, b)
+    result = consolidate(registry, ROWS, sandbox, rule_merger=None, model_merger=lambda fns: wrong)
+    assert [e.function.name for e in result.registry.entries] == ["upper_city", "strip_city"]
+    assert result.registry.version == registry.version
+    assert "changes the module's output" in result.merges[0].reason
