@@ -5,9 +5,10 @@ Example:
     >>> defs = build_defs(DatasetSettings(name="customers", workdir="smolclean-work"))
 """
 
+from .component import SmolcleanComponent
 from .core.errors import SmolcleanError
 from .factory import build_defs
 from .resources import SandboxResource
 from .settings import DatasetSettings
 
-__all__ = ["DatasetSettings", "SandboxResource", "SmolcleanError", "build_defs"]
+__all__ = ["DatasetSettings", "SandboxResource", "SmolcleanComponent", "SmolcleanError", "build_defs"]

@@ -24,6 +24,7 @@ from .core.profile import Finding, detect_issues
 from .core.quality import ValidationReport, validate_registry
 from .core.registry import Registry
 from .core.report import write_report
+from .core.shipped_tests import write_tests
 from .core.steps import ChunkTrace
 from .core.storage import DatasetStore
 from .core.watch import FileState
@@ -190,14 +191,20 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
     @dg.asset(key=key("cleaning_module"), group_name=name,
               ins={"registry": dg.AssetIn(key("registry")), "validation": dg.AssetIn(key("validation"))})
     def cleaning_module(registry: Registry, validation: ValidationReport) -> dg.MaterializeResult:
-        """The exported module (with its report): readable, reviewable, runnable without smolclean."""
+        """The exported module with its tests (held-out rows replayed) and its report: readable,
+        reviewable, runnable without smolclean."""
         path = write_module(registry, s.module_dir)
-        report = write_report(registry, validation, s.module_dir)
+        tests = write_tests(name, registry.version, len(registry.entries), validation, s.module_dir)
+        report = write_report(registry, validation, s.module_dir, plans=store.models("chunks", ChunkPlan),
+                              traces=store.models("chunk_functions", ChunkTrace))
         source = path.read_text(encoding="utf-8")
+        chart = s.module_dir / "quality.png"
         return dg.MaterializeResult(
             metadata={
                 "module": dg.MetadataValue.path(str(path)),
+                "tests": dg.MetadataValue.path(str(tests)),
                 "report": dg.MetadataValue.path(str(report)),
+                **({"chart": dg.MetadataValue.path(str(chart))} if chart.exists() else {}),
                 "registry_version": dg.MetadataValue.int(registry.version),
                 "functions": dg.MetadataValue.int(len(registry.entries)),
                 "code": dg.MetadataValue.md(f"```python\n{source}\n```"),

@@ -8,7 +8,7 @@ attribute is a `DatasetSettings` field (the LLM's is spelled `model` in YAML); u
 # No `from __future__ import annotations`: dg derives the YAML schema from the evaluated field annotations.
 import json
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -22,11 +22,17 @@ from .settings import DatasetSettings
 def _setting(field: str, yaml_name: str | None = None) -> dg.Resolver:
     """The YAML side of one settings field: its description (with the default) comes from `DatasetSettings`."""
     info = DatasetSettings.model_fields[field]
-    default = info.get_default(call_default_factory=True)
-    shown = "unset" if default is None else json.dumps(default if not isinstance(default, Path) else str(default))
-    return dg.Resolver.default(
-        model_field_name=yaml_name, description=f"{info.description or field.replace('_', ' ')} (default: {shown})"
-    )
+    description = info.description or field.replace("_", " ")
+    if not info.is_required():
+        default = info.get_default(call_default_factory=True)
+        shown = "unset" if default is None else json.dumps(str(default) if isinstance(default, Path) else default)
+        description += f" (default: {shown})"
+    if yaml_name is None:
+        return dg.Resolver.default(description=description)
+    # A renamed field needs its own resolver: the default one keeps the attribute's name in YAML.
+    annotation = info.annotation
+    return dg.Resolver(lambda context, value: value, model_field_name=yaml_name, model_field_type=annotation,
+                       description=description)
 
 
 class SmolcleanScaffoldParams(BaseModel):
@@ -43,22 +49,26 @@ _DEFS_YAML = """\
 type: {type_name}
 
 # One cleaned dataset. Every attribute is a smolclean DatasetSettings field; unset ones keep their defaults.
-# Relative paths are relative to the project root, except an '@file' of instructions: to this folder.
+# Relative paths start at the project root, except an '@file' of instructions, which starts in this folder.
 attributes:
-  name: {name}                      # prefixes the dataset's asset keys: {name}/raw_data ... {name}/cleaned_data
-  workdir: {workdir}                # storage, exported module and cleaned drops
-  drop_folder: {drop_folder}        # the folder the sensor watches for new drops
+  # Prefixes the dataset's asset keys: {name}/raw_data ... {name}/cleaned_data.
+  name: {name}
+  # Storage, the exported module and the cleaned drops.
+  workdir: {workdir}
+  # The folder the sensor watches for new drops, and which files in it are drops.
+  drop_folder: {drop_folder}
   glob: {glob}
+  # What you want, in words (or "@instructions.md").
   instructions: {instructions}
-  # Unset: the offline rules analyst. Any litellm model string for the LLM analyst, e.g.:
+  # Unset: the offline rules analyst. Any litellm model string for the LLM analyst, e.g.
   #   model: openai/gpt-4o-mini
   #   api_key: "{{{{ env.OPENAI_API_KEY }}}}"
-{model}
+{model}\
   # Limits: rows per chunk, chunks analysed per drop, agent steps per chunk, chunks at a time.
-  chunk_size: 50
-  chunk_budget: 12
-  max_steps: 6
-  concurrency: 2
+  chunk_size: {chunk_size}
+  chunk_budget: {chunk_budget}
+  max_steps: {max_steps}
+  concurrency: {concurrency}
 """
 
 
@@ -80,7 +90,9 @@ class SmolcleanScaffolder(dg.Scaffolder[SmolcleanScaffoldParams]):
             drop_folder=json.dumps(params.drop_folder or f"data/{name}/drops"),
             glob=json.dumps(params.glob or "*.csv"),
             instructions=json.dumps(params.instructions or ""),
-            model=f"  model: {json.dumps(params.model)}" if params.model else "",
+            model=f"  model: {json.dumps(params.model)}\n" if params.model else "",
+            **{limit: DatasetSettings.model_fields[limit].default
+               for limit in ("chunk_size", "chunk_budget", "max_steps", "concurrency")},
         )
         (request.target_path / "defs.yaml").write_text(text, encoding="utf-8")
 
@@ -127,7 +139,7 @@ class SmolcleanComponent(dg.Component, dg.Resolvable):
     # `model` would shadow Resolvable.model(), the schema of this class; the YAML still says `model`.
     llm_model: Annotated[str | None, _setting("model", yaml_name="model")] = None
     api_base: Annotated[str | None, _setting("api_base")] = None
-    api_key: Annotated[str | None, _setting("api_key")] = None
+    api_key: Annotated[str | None, _setting("api_key")] = field(default=None, repr=False)
     analyst: Annotated[Literal["rules", "llm", "hybrid"] | None, _setting("analyst")] = None
     llm_timeout_s: Annotated[float | None, _setting("llm_timeout_s")] = None
     llm_max_attempts: Annotated[int | None, _setting("llm_max_attempts")] = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 
 import dagster as dg
 
@@ -19,8 +20,12 @@ from .settings import DatasetSettings
 def build_defs(
     *datasets: DatasetSettings | Mapping[str, object],
     sandbox: SandboxResource | None = None,
+    executor: dg.ExecutorDefinition | dg.Executor | None = None,
 ) -> dg.Definitions:
     """Definitions for the learning flow and the cleaning of drops of each dataset.
+
+    `executor` runs the steps of every run (default: Dagster's multiprocess executor); e.g.
+    `dagster_celery.celery_executor` to spread them over Celery workers (see deploy/ and the README).
 
     Example:
         >>> from smolclean_dagster import DatasetSettings, build_defs
@@ -38,8 +43,7 @@ def build_defs(
     assets: list[dg.AssetsDefinition] = []
     checks: list[dg.AssetChecksDefinition] = []
     resources: dict[str, object] = {
-        "smolclean_sandbox": sandbox
-        or SandboxResource(require_strong=any(s.require_strong_sandbox for s in settings)),
+        "smolclean_sandbox": sandbox or _shared_sandbox(any(s.require_strong_sandbox for s in settings)),
     }
     jobs: list[dg.UnresolvedAssetJobDefinition] = []
     sensors: list[dg.SensorDefinition] = []
@@ -56,4 +60,11 @@ def build_defs(
         resources[f"{s.name}_frames"] = FramesIOManager(storage_dir=str(s.storage_dir), dataset=s.name)
         resources[f"{s.name}_records"] = RecordsIOManager(storage_dir=str(s.storage_dir), dataset=s.name)
     return dg.Definitions(assets=assets, asset_checks=checks, jobs=jobs, sensors=sensors, schedules=schedules,
-                          resources=resources)
+                          resources=resources, executor=executor)
+
+
+@cache
+def _shared_sandbox(require_strong: bool) -> SandboxResource:
+    """One default sandbox resource object per strictness: Definitions.merge accepts a resource key twice only
+    when it is the same object, so the Definitions of several datasets (several Components) merge."""
+    return SandboxResource(require_strong=require_strong)

@@ -54,7 +54,23 @@ def test_learning_the_sample_exports_a_module_that_cleans_it(tmp_path):
     registry = RegistryStore(settings.storage_dir / "working_registry.json", "customers").load()
     assert len(registry.entries) == outcome.functions >= 3
     assert outcome.cleaned.exists() and len(pd.read_parquet(outcome.cleaned)) == len(raw)
-    assert "## Functions" in outcome.report.read_text()
+    report = outcome.report.read_text()
+    assert "## Functions" in report and "## Chunks of `customers.csv`" in report and "quality.png" in report
+    assert (outcome.module.parent / "quality.png").read_bytes()[:4] == b"\x89PNG"
+
+    # the tests shipped with the module pass against it in a fresh interpreter, and fail against a broken one
+    shipped = outcome.module.parent / "test_clean_customers.py"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(shipped)],
+                          capture_output=True, text=True, cwd=outcome.module.parent)
+    assert proc.returncode == 0 and " passed" in proc.stdout, proc.stdout + proc.stderr
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / shipped.name).write_text(shipped.read_text())
+    (broken / outcome.module.name).write_text(outcome.module.read_text().replace("FUNCTIONS = [", "FUNCTIONS = [] or ["
+                                                                                  ).replace("    for function in FUNCTIONS:", "    for function in FUNCTIONS[:1]:"))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(broken / shipped.name)],
+                          capture_output=True, text=True, cwd=broken)
+    assert proc.returncode == 1 and " failed" in proc.stdout
 
 
 def test_loading_the_definitions_does_not_import_litellm(tmp_path):

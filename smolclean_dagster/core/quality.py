@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from .export import render_module
 from .profile import detect_issues
 from .registry import Registry
-from .validate import CodeRunner, changed_cells, frames_equal
+from .validate import CodeRunner, as_text, changed_cells, frames_equal
 
 
 class ColumnQuality(BaseModel):
@@ -33,6 +33,15 @@ class CheckOutcome(BaseModel):
     detail: str
 
 
+class RowExample(BaseModel):
+    """One held-out row before and after the module: the shipped tests replay these."""
+
+    model_config = ConfigDict(frozen=True)
+
+    before: dict[str, str | None]
+    after: dict[str, str | None]
+
+
 class ValidationReport(BaseModel):
     """The registry's module run on held-out rows it was never shown."""
 
@@ -44,6 +53,7 @@ class ValidationReport(BaseModel):
     cells_changed: int
     checks: tuple[CheckOutcome, ...]
     quality: tuple[ColumnQuality, ...]
+    examples: tuple[RowExample, ...] = ()
 
     def check(self, name: str) -> CheckOutcome:
         return next(c for c in self.checks if c.name == name)
@@ -123,6 +133,7 @@ def validate_registry(
         )
     )
     cells = int(changed_cells(holdout, once).to_numpy().sum()) if len(once) == len(holdout) else 0
+    examples = row_examples(holdout, once) if len(once) == len(holdout) else ()
     return ValidationReport(
         dataset=registry.dataset,
         registry_version=registry.version,
@@ -130,4 +141,24 @@ def validate_registry(
         cells_changed=cells,
         checks=tuple(checks),
         quality=quality,
+        examples=examples,
+    )
+
+
+def row_examples(before: pd.DataFrame, after: pd.DataFrame, limit: int = 12) -> tuple[RowExample, ...]:
+    """Up to `limit` changed rows, chosen so that every changed column shows up (first rows first)."""
+    diff = changed_cells(before, after)
+    b, a = as_text(before).reset_index(drop=True), as_text(after).reset_index(drop=True)
+    chosen: list[int] = []
+    for col in diff.columns:  # one row per changed column first, then more rows in order
+        hits = diff.index[diff[col]].tolist()
+        if hits and hits[0] not in chosen and len(chosen) < limit:
+            chosen.append(hits[0])
+    for i in diff.index[diff.any(axis=1)].tolist():
+        if len(chosen) >= limit:
+            break
+        if i not in chosen:
+            chosen.append(i)
+    return tuple(
+        RowExample(before=b.iloc[i].to_dict(), after=a.iloc[i].to_dict()) for i in sorted(chosen)
     )

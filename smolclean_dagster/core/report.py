@@ -4,16 +4,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .plan import ChunkPlan
 from .quality import ValidationReport
 from .registry import Registry, write_atomic
+from .steps import ChunkTrace
 
 
 def _md(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def render_report(registry: Registry, validation: ValidationReport | None) -> str:
-    """The report as markdown: functions with provenance and examples, then validation and quality."""
+def render_report(
+    registry: Registry,
+    validation: ValidationReport | None,
+    plans: list[ChunkPlan] = (),  # type: ignore[assignment]
+    traces: list[ChunkTrace] = (),  # type: ignore[assignment]
+    chart: Path | None = None,
+) -> str:
+    """The report as markdown: functions with provenance and examples, validation and quality (with the
+    chart), LLM use, and which chunks were analysed and why."""
     out = [f"# Cleaning report: {registry.dataset}", "", f"Registry version {registry.version}, "
            f"{len(registry.entries)} function(s), updated {registry.updated_at or 'never'}.", ""]
     out += ["## Functions", ""]
@@ -41,11 +50,59 @@ def render_report(registry: Registry, validation: ValidationReport | None) -> st
         out += ["", "## Quality before and after (detector findings per column)", "", "| column | before | after |",
                 "|---|---|---|"]
         out += [f"| {_md(q.column)} | {q.before} | {q.after} |" for q in validation.quality]
+        if chart is not None:
+            out += ["", f"![Detector findings per column before and after]({chart.name})"]
+    if traces:
+        calls = sum(t.usage.calls for t in traces)
+        cached = sum(t.usage.cached_calls for t in traces)
+        tokens_in = sum(t.usage.prompt_tokens for t in traces)
+        tokens_out = sum(t.usage.completion_tokens for t in traces)
+        cost = sum(t.usage.cost_usd for t in traces)
+        out += ["", "## Analyst use", "", f"{len(traces)} chunk(s) analysed; {calls} LLM call(s) ({cached} from the "
+                f"cache), {tokens_in} prompt and {tokens_out} completion tokens, ${cost:.4f}.", ""]
+    for plan in plans:
+        chosen = [c for c in plan.chunks if c.reason]
+        out += ["", f"## Chunks of `{plan.drop}`", "", f"{plan.rows} rows in {len(plan.chunks)} chunks; "
+                f"{len(plan.holdout)} rows held out; {len(chosen)} chunk(s) analysed in {plan.waves} wave(s).", "",
+                "| wave | rows | why |", "|---|---|---|"]
+        out += [f"| {c.wave} | {c.start}-{c.stop} | {_md(c.reason)} |" for c in sorted(chosen, key=lambda c: (c.wave, c.start))]
     return "\n".join(out).rstrip() + "\n"
 
 
-def write_report(registry: Registry, validation: ValidationReport | None, out_dir: Path) -> Path:
-    """Write `report.md` beside the module (atomically)."""
-    path = Path(out_dir) / "report.md"
-    write_atomic(path, render_report(registry, validation))
+def write_report(
+    registry: Registry,
+    validation: ValidationReport | None,
+    out_dir: Path,
+    plans: list[ChunkPlan] = (),  # type: ignore[assignment]
+    traces: list[ChunkTrace] = (),  # type: ignore[assignment]
+) -> Path:
+    """Write `report.md` (and `quality.png` when there is a validation) beside the module, atomically."""
+    out_dir = Path(out_dir)
+    chart = write_chart(validation, out_dir / "quality.png") if validation and validation.quality else None
+    path = out_dir / "report.md"
+    write_atomic(path, render_report(registry, validation, plans, traces, chart))
+    return path
+
+
+def write_chart(validation: ValidationReport, path: Path) -> Path:
+    """A bar chart of detector findings per column, before and after cleaning, as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    columns = [q.column for q in validation.quality]
+    x = range(len(columns))
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.7 * len(columns) + 2), 3.6), dpi=100)
+    ax.bar([i - 0.2 for i in x], [q.before for q in validation.quality], width=0.4, label="before", color="#c0504d")
+    ax.bar([i + 0.2 for i in x], [q.after for q in validation.quality], width=0.4, label="after", color="#4f81bd")
+    ax.set_xticks(list(x), columns, rotation=30, ha="right")
+    ax.set_ylabel("cells flagged")
+    ax.set_title(f"{validation.dataset}: detector findings on {validation.holdout_rows} held-out rows")
+    ax.legend()
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(tmp, format="png", metadata={"Software": None})
+    plt.close(fig)
+    tmp.replace(path)
     return path

@@ -1,0 +1,104 @@
+"""What every benchmark shares: the machine it ran on, result files, and plain-text tables."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+RESULTS_DIR = Path(__file__).resolve().with_name("results")
+REPO = Path(__file__).resolve().parents[1]
+
+
+def machine_info() -> dict:
+    """Enough about the machine to compare runs: CPUs, memory, Python, library versions, load, date."""
+    import pandas as pd
+    import pyarrow as pa
+
+    info = {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "cpus": os.cpu_count(),
+        "cpu_model": _cpu_model(),
+        "memory_gb": _memory_gb(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "pandas": pd.__version__,
+        "pyarrow": pa.__version__,
+        "load_average_1min": round(os.getloadavg()[0], 2),
+    }
+    try:
+        import dagster
+
+        info["dagster"] = dagster.__version__
+    except ImportError:  # pragma: no cover - dagster is a dependency
+        pass
+    return info
+
+
+def describe_machine(info: dict) -> str:
+    """One line for a table's caption."""
+    return (
+        f"{info['cpus']} CPU(s) ({info.get('cpu_model') or 'unknown CPU'}), {info.get('memory_gb')} GB RAM, "
+        f"Python {info['python']}, pandas {info['pandas']}, {info['date'][:10]}"
+    )
+
+
+def write_results(name: str, payload: dict) -> Path:
+    """Write `benchmarks/results/<name>.json` and return its path."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    return path
+
+
+def table(headers: list[str], rows: list[list[object]]) -> str:
+    """A GitHub-flavoured markdown table (it also reads well in a terminal)."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |"]
+    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for row in cells:
+        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |")
+    return "\n".join(lines)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _memory_gb() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+def quiet_logs() -> None:
+    """Keep Dagster's and smolclean's own logging out of the benchmark's output."""
+    import logging
+    import warnings
+
+    logging.getLogger("dagster").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore")
+    os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
+    sys.stdout.reconfigure(line_buffering=True)
