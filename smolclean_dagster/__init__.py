@@ -8,7 +8,7 @@ Example:
 from .component import SmolcleanComponent
 from .core.errors import SmolcleanError
 from .factory import build_defs
-from .resources import SandboxResource
+from .resources import LLMResource, SandboxResource
 from .settings import DatasetSettings
 
-__all__ = ["DatasetSettings", "SandboxResource", "SmolcleanComponent", "SmolcleanError", "build_defs"]
+__all__ = ["DatasetSettings", "LLMResource", "SandboxResource", "SmolcleanComponent", "SmolcleanError", "build_defs"]

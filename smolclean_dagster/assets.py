@@ -30,7 +30,7 @@ from .core.storage import DatasetStore
 from .core.watch import FileState
 from .metadata import consolidation_metadata, frame_preview, findings_metadata, plan_metadata, registry_metadata, trace_metadata, validation_metadata
 from .partitions import chunks_partitions, drops_partitions
-from .resources import SandboxResource
+from .resources import LLMResource, SandboxResource
 from .settings import DatasetSettings
 
 LLM_POOL = "smolclean_llm"
@@ -132,7 +132,10 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
     @dg.asset(key=key("chunk_functions"), partitions_def=chunk_parts, io_manager_key=records, group_name=name,
               ins={"chunk_issues": dg.AssetIn(key("chunk_issues"))}, pool=LLM_POOL)
     def chunk_functions(
-        context: dg.AssetExecutionContext, smolclean_sandbox: SandboxResource, chunk_issues: ChunkFindings
+        context: dg.AssetExecutionContext,
+        smolclean_sandbox: SandboxResource,
+        smolclean_llm: LLMResource,
+        chunk_issues: ChunkFindings,
     ) -> ChunkTrace:
         """The agent loop on one chunk: functions proposed, checked in the sandbox, accepted or rejected."""
         plan = locate_chunk(store, context.partition_key)
@@ -144,7 +147,7 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
         )
         sandbox = smolclean_sandbox.get()
         steps = []
-        for step in run_chunk(work, s.make_analyst(), store.registry, sandbox, _loop_settings(s)):
+        for step in run_chunk(work, smolclean_llm.analyst_for(s), store.registry, sandbox, _loop_settings(s)):
             context.log.info(f"{context.partition_key}: {step.kind} {step.model_dump(exclude={'code', 'issues'})}")
             steps.append(step)
         trace = ChunkTrace(dataset=name, drop=plan.drop, chunk_id=context.partition_key, rows=len(work.rows),
@@ -153,7 +156,9 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
         return trace
 
     @dg.asset(key=key("registry"), io_manager_key=records, group_name=name, deps=[key("chunk_functions")])
-    def registry(context: dg.AssetExecutionContext, smolclean_sandbox: SandboxResource) -> Registry:
+    def registry(
+        context: dg.AssetExecutionContext, smolclean_sandbox: SandboxResource, smolclean_llm: LLMResource
+    ) -> Registry:
         """Consolidation: functions doing the same job merged (proved to give the same output), then the
         registry published with every function in order, its provenance and evidence."""
         current = store.registry.load()
@@ -161,7 +166,7 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
                   for plan in store.models("chunks", ChunkPlan)]
         rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         result = consolidate(current, rows, smolclean_sandbox.get(), rule_merger=RulesAnalyst().merge,
-                             model_merger=_model_merger(s))
+                             model_merger=_model_merger(smolclean_llm.analyst_for(s), s))
         if result.merged:
             # Chunks may have accepted more functions meanwhile: then this round is skipped, not forced.
             published = store.registry.update(lambda reg: result.registry if reg.version == current.version else reg)
@@ -285,11 +290,8 @@ def _make_check(validation_key: dg.AssetKey, check_name: str, description: str) 
     return _check
 
 
-def _model_merger(s: DatasetSettings):
+def _model_merger(analyst, s: DatasetSettings):
     """The LLM's merge for functions it wrote, when the dataset has a model; None for the rules analyst."""
-    if s.analyst_kind == "rules":
-        return None
-    analyst = s.make_analyst()
     llm = getattr(analyst, "llm", analyst)
     if not hasattr(llm, "merge"):
         return None

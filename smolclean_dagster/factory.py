@@ -11,7 +11,7 @@ from .assets import build_dataset_assets
 from .drop_learning import build_drop_learning
 from .drop_runs import drop_jobs
 from .io_managers import FramesIOManager, RecordsIOManager
-from .resources import SandboxResource
+from .resources import LLMResource, SandboxResource
 from .schedules import build_reclean_schedule
 from .sensors import build_sensors
 from .settings import DatasetSettings
@@ -21,10 +21,12 @@ def build_defs(
     *datasets: DatasetSettings | Mapping[str, object],
     sandbox: SandboxResource | None = None,
     executor: dg.ExecutorDefinition | dg.Executor | None = None,
+    llm: LLMResource | None = None,
 ) -> dg.Definitions:
     """Definitions for the learning flow and the cleaning of drops of each dataset.
 
-    `executor` runs the steps of every run (default: Dagster's multiprocess executor); e.g.
+    `llm` is the LLM connection for datasets whose settings name no model (default: none, so those use
+    the offline rules analyst). `executor` runs the steps of every run (default: Dagster's multiprocess executor); e.g.
     `dagster_celery.celery_executor` to spread them over Celery workers (see deploy/ and the README).
 
     Example:
@@ -44,6 +46,7 @@ def build_defs(
     checks: list[dg.AssetChecksDefinition] = []
     resources: dict[str, object] = {
         "smolclean_sandbox": sandbox or _shared_sandbox(any(s.require_strong_sandbox for s in settings)),
+        "smolclean_llm": llm or _no_llm(),
     }
     jobs: list[dg.UnresolvedAssetJobDefinition] = []
     sensors: list[dg.SensorDefinition] = []
@@ -68,3 +71,9 @@ def _shared_sandbox(require_strong: bool) -> SandboxResource:
     """One default sandbox resource object per strictness: Definitions.merge accepts a resource key twice only
     when it is the same object, so the Definitions of several datasets (several Components) merge."""
     return SandboxResource(require_strong=require_strong)
+
+
+@cache
+def _no_llm() -> LLMResource:
+    """The default LLM resource (no connection): one object, for the same reason as the sandbox's."""
+    return LLMResource()
