@@ -143,6 +143,7 @@ class SmolcleanComponent(dg.Component, dg.Resolvable):
     analyst: Annotated[Literal["rules", "llm", "hybrid"] | None, _setting("analyst")] = None
     llm_timeout_s: Annotated[float | None, _setting("llm_timeout_s")] = None
     llm_max_attempts: Annotated[int | None, _setting("llm_max_attempts")] = None
+    llm_backoff_s: Annotated[float | None, _setting("llm_backoff_s")] = None
     llm_rpm: Annotated[float | None, _setting("llm_rpm")] = None
     llm_cache: Annotated[bool | None, _setting("llm_cache")] = None
     chunk_size: Annotated[int | None, _setting("chunk_size")] = None

@@ -17,7 +17,7 @@ import dagster as dg
 
 from .assets import find_drop_file
 from .core.storage import DatasetStore
-from .drop_runs import cleaned_key, latest_cleaning, learning_key
+from .drop_runs import Cleaning, cleaned_key, latest_cleaning, learning_key
 from .partitions import drops_partitions
 from .settings import DatasetSettings
 
@@ -60,7 +60,7 @@ def build_drop_learning(s: DatasetSettings) -> dg.AssetsDefinition:
     return drop_learning
 
 
-def _residual(when: str, cleaning) -> dict[str, dg.MetadataValue]:
+def _residual(when: str, cleaning: Cleaning | None) -> dict[str, dg.MetadataValue]:
     if cleaning is None or cleaning.residual_share is None:
         return {}
     return {f"residual_share_{when}": dg.MetadataValue.float(cleaning.residual_share)}

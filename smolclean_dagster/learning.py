@@ -66,7 +66,7 @@ def place_drop(settings: DatasetSettings, source: Path) -> Path:
     drop_format(source)  # unknown extensions fail here, before anything is stored
     if not source.is_file():
         raise SmolcleanError(f"{source}: no such file")
-    folder = settings.drops_dir
+    folder = settings.check_drop_folder()
     folder.mkdir(parents=True, exist_ok=True)
     if source.resolve().parent == folder.resolve():
         return source
@@ -110,17 +110,30 @@ def learn(
 
     _ok(run(["raw_data"], key), f"reading drop {path}")
     store = DatasetStore(settings.storage_dir, settings.name)
-    chosen = -1
-    while True:
-        _ok(run(["chunks"], key), f"choosing chunks of {path}")
-        plan = store.load_model("chunks", ChunkPlan, key)
-        grew, chosen = len(plan.selected) > chosen, len(plan.selected)
-        # Chunks chosen earlier but never finished (an interrupted run) are picked up again here.
+
+    def finish_wave(plan: ChunkPlan) -> list[str]:
+        """Run the chosen chunks that have no stored trace yet (finished chunks are never redone)."""
         pending = [c for c in plan.selected if not store.path("chunk_functions", c, "json").exists()]
         if pending:
             log.info("wave %d: %d chunk(s), %d at a time", plan.waves, len(pending), settings.concurrency)
             _run_wave(pending, lambda cid: _ok(run(["chunk_issues", "chunk_functions"], cid), f"chunk {cid}"),
                       settings.concurrency, settings, instance, log_level)
+        return pending
+
+    # An interrupted run (killed, or a chunk that failed) left a wave unfinished: finish it and publish the
+    # registry before choosing more chunks, so the next wave is chosen from the same registry as in a run
+    # that was never interrupted, and the module comes out the same.
+    interrupted = _stored_plan(store, key)
+    if interrupted is not None and not interrupted.done:
+        finish_wave(interrupted)
+        _ok(run(["registry"], None), "publishing the registry")
+    chosen = -1
+    while True:
+        _ok(run(["chunks"], key), f"choosing chunks of {path}")
+        plan = store.load_model("chunks", ChunkPlan, key)
+        grew, chosen = len(plan.selected) > chosen, len(plan.selected)
+        pending = finish_wave(plan)
+        if pending:
             _ok(run(["registry"], None), "publishing the registry")
         if plan.done or not (pending or grew):
             break
@@ -141,6 +154,14 @@ def learn(
         chunks=len(plan.selected),
         validation=validation,
     )
+
+
+def _stored_plan(store: DatasetStore, key: str) -> ChunkPlan | None:
+    """The chunk plan a previous run stored for drop `key`, if any."""
+    try:
+        return store.load_model("chunks", ChunkPlan, key)
+    except SmolcleanError:
+        return None
 
 
 def _run_wave(chunks: list[str], run_one, concurrency: int, settings: DatasetSettings, instance, log_level: str) -> None:

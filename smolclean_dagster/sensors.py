@@ -43,7 +43,9 @@ def build_drop_folder_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinit
         description=f"Cleans each new file in {s.drops_dir} matching {s.glob!r} once it has stopped changing.",
     )
     def drop_folder(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        plan = observe(WatchCursor.from_json(context.cursor), scan_folder(s.drops_dir, s.glob),
+        # A drop folder named in the settings but missing fails the tick, naming the setting: watching
+        # nothing for ever would look like "no new files".
+        plan = observe(WatchCursor.from_json(context.cursor), scan_folder(s.check_drop_folder(), s.glob),
                        stable_ticks=s.stable_ticks)
         cursor, version = plan.cursor, current_module_version(s)
         runs: list[dg.RunRequest] = []

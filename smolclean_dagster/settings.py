@@ -30,10 +30,15 @@ class DatasetSettings(BaseModel):
     glob: str = Field(default="*", description="which files in the drop folder are drops")
     instructions: str = Field(default="", description="what the user wants, in words; '@FILE' reads a file")
     model: str | None = Field(default=None, description="litellm model string; unset = the offline rules analyst")
-    api_base: str | None = None
+    api_base: str | None = Field(
+        default=None, description="base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1"
+    )
     api_key: str | None = None
     llm_timeout_s: float = Field(default=120.0, gt=0, description="seconds one LLM request may take")
     llm_max_attempts: int = Field(default=5, ge=1, le=20, description="attempts per LLM call, the first included")
+    llm_backoff_s: float = Field(
+        default=1.0, ge=0, description="first wait before retrying a failed LLM call; doubles with each attempt"
+    )
     llm_rpm: float | None = Field(default=None, gt=0, description="LLM requests per minute at most (per process)")
     llm_cache: bool = Field(default=True, description="keep LLM replies on disk so unchanged re-runs make no calls")
     analyst: Literal["rules", "llm", "hybrid"] | None = Field(
@@ -47,8 +52,8 @@ class DatasetSettings(BaseModel):
     holdout_fraction: float = Field(default=0.2, ge=0.0, lt=0.9)
     require_strong_sandbox: bool = False
     timeout_s: float = Field(default=20.0, gt=0)
-    apply_batch_size: int = Field(default=50_000, gt=0, description="rows per batch when a drop is cleaned")
-    apply_workers: int = Field(default=2, gt=0, le=16, description="sandbox workers cleaning batches side by side")
+    apply_batch_size: int = Field(default=20_000, gt=0, description="rows per batch when a drop is cleaned")
+    apply_workers: int = Field(default=1, gt=0, le=16, description="sandbox workers cleaning batches side by side")
     cleaned_format: Literal["parquet", "csv"] = Field(default="parquet", description="format of cleaned drops")
     residual_threshold: float = Field(
         default=0.01, ge=0.0, le=1.0,
@@ -72,6 +77,13 @@ class DatasetSettings(BaseModel):
             raise ValueError("must start with a letter or '_' and hold only letters, digits and '_' (max 63)")
         return v
 
+    @field_validator("api_base")
+    @classmethod
+    def _api_base_is_a_url(cls, v: str | None) -> str | None:
+        from .core.analysts.client import check_api_base
+
+        return check_api_base(v)
+
     @field_validator("reclean_cron")
     @classmethod
     def _cron_has_five_fields(cls, v: str) -> str:
@@ -92,6 +104,19 @@ class DatasetSettings(BaseModel):
     @property
     def drops_dir(self) -> Path:
         return self.drop_folder or self.workdir / "drops" / self.name
+
+    def check_drop_folder(self) -> Path:
+        """The drop folder, which must exist when the setting names it (a typo would watch nothing for ever).
+
+        The default folder, <workdir>/drops/<name>, is created by `smolclean learn` and may not exist yet.
+        """
+        folder = self.drops_dir
+        if self.drop_folder is not None and not folder.is_dir():
+            what = "is not a folder" if folder.exists() else "does not exist"
+            raise SettingsError(
+                f"setting 'drop_folder' of dataset {self.name!r}: {folder} {what}; create it or correct the setting"
+            )
+        return folder
 
     @property
     def storage_dir(self) -> Path:
@@ -125,6 +150,7 @@ class DatasetSettings(BaseModel):
             cache_dir=self.storage_dir / "llm_cache" if self.llm_cache else None,
             timeout_s=self.llm_timeout_s,
             max_attempts=self.llm_max_attempts,
+            backoff_s=self.llm_backoff_s,
             rpm=self.llm_rpm,
         )
 

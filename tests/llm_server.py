@@ -11,6 +11,8 @@ Example:
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
@@ -29,6 +31,7 @@ class Action:
     finish_reason: str = "stop"
     prompt_tokens: int = 100
     completion_tokens: int = 20
+    cut: str | None = None  # "reset": close the connection without answering; "body": send half the body
 
 
 def reply(text: str, *, finish_reason: str = "stop", prompt_tokens: int = 100, completion_tokens: int = 20,
@@ -48,6 +51,16 @@ def fail(status: int, *, retry_after: str | None = None, message: str = "scripte
 def garbage() -> Action:
     """A 200 response whose body is not JSON at all."""
     return Action(body="<html>upstream proxy hiccup", headers={"Content-Type": "text/html"})
+
+
+def reset() -> Action:
+    """Close the connection (with a TCP reset) without answering: a crashed proxy or server."""
+    return Action(cut="reset")
+
+
+def cut_body(text: str = "<status>clean</status>") -> Action:
+    """A 200 chat completion whose body stops halfway (Content-Length promises more): a dropped connection."""
+    return Action(text=text, cut="body")
 
 
 @dataclass(frozen=True)
@@ -125,6 +138,11 @@ class ScriptedLLM:
                 action = server._next(Recorded(self.path, dict(self.headers), body, time.monotonic()))
                 if action.delay_s:
                     time.sleep(action.delay_s)
+                if action.cut == "reset":
+                    # SO_LINGER with a zero timeout: close() sends RST instead of FIN
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    self.close_connection = True
+                    return
                 payload = action.body if action.body is not None else json.dumps(_completion(action, body))
                 data = payload.encode()
                 try:
@@ -135,7 +153,10 @@ class ScriptedLLM:
                             self.send_header(k, v)
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
-                    self.wfile.write(data)
+                    self.wfile.write(data[: len(data) // 2] if action.cut == "body" else data)
+                    if action.cut == "body":
+                        self.wfile.flush()
+                        self.close_connection = True
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a scripted timeout)
 

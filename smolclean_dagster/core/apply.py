@@ -99,7 +99,7 @@ def apply_module(
     output_path: Path | str,
     *,
     sandbox,
-    batch_size: int = 50_000,
+    batch_size: int = 20_000,
     workers: int = 1,
     timeout_s: float = 120.0,
     residual_rows: int = DEFAULT_SAMPLE_ROWS,
@@ -135,6 +135,9 @@ def apply_module(
         writer.write(cleaned)
         sampler.add(cleaned)
         rows_in, rows_out, batches = rows_in + size, rows_out + len(cleaned), batches + 1
+        del cleaned
+        # Arrow's allocator keeps freed blocks for reuse; handing them back keeps the peak near one batch's worth.
+        pa.default_memory_pool().release_unused()
         log.info("%s: batch %d cleaned (%d rows so far)", input_path.name, batches, rows_in)
         if on_batch:
             on_batch(batches, rows_in)

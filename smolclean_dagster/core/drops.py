@@ -3,11 +3,15 @@
 A drop is read RAW: every CSV/TSV cell is the string exactly as written, so "N/A", "" and "none" reach
 the analyst and the cleaning functions unchanged. JSON keeps nested values (serialised to JSON text
 so that every column stays a plain string column the functions can work on).
+
+A drop that cannot be read as it is raises DropReadError naming the file, the problem and, where there
+is one, the line; nothing is guessed (see the README, "Reliability", for each kind of bad file). A file
+that changes or disappears while it is read raises too, so no output is ever made from half a file.
 """
 
 from __future__ import annotations
 
-import csv
+import codecs
 import hashlib
 import json
 import re
@@ -17,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .delimited import delimited_frames, delimited_header, describe_problem
 from .errors import DropReadError
 
 #: Extensions we can read, mapped to the reader's name. Add a format by adding a reader below.
@@ -71,12 +76,14 @@ def read_drop(path: Path | str) -> pd.DataFrame:
         >>> df.dtypes.unique()                       # doctest: +SKIP
         array([dtype('O')], dtype=object)
 
-    Raises DropReadError naming the file and the reason when the file cannot be read.
+    Raises DropReadError naming the file and the reason (and the line, where there is one) when the
+    file cannot be read. A file with a header and no rows is read as zero rows.
     """
+    import pyarrow as pa
+
     path = Path(path)
     fmt = drop_format(path)
-    if not path.is_file():
-        raise DropReadError(f"{path}: no such file")
+    before = _file_version(path)
     try:
         if fmt in ("csv", "tsv"):
             df = _read_delimited(path, "\t" if fmt == "tsv" else ",")
@@ -90,30 +97,94 @@ def read_drop(path: Path | str) -> pd.DataFrame:
         raise
     except UnicodeDecodeError as exc:
         raise DropReadError(f"{path}: not valid UTF-8 at byte {exc.start}; re-encode the file as UTF-8") from exc
-    except (pd.errors.ParserError, csv.Error) as exc:
-        raise DropReadError(f"{path}: cannot parse as {fmt}: {exc}") from exc
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, pa.ArrowException) as exc:
         raise DropReadError(f"{path}: cannot read as {fmt}: {exc}") from exc
+    _check_unchanged(path, before)
     if df.shape[1] == 0:
         raise DropReadError(f"{path}: no columns found; is the file empty?")
     df.columns = [str(c) for c in df.columns]
     return df.reset_index(drop=True)
 
 
-def _read_delimited(path: Path, sep: str) -> pd.DataFrame:
+def _file_version(path: Path) -> tuple[int, int]:
+    """(size, modification time) of a drop file; raises DropReadError when it is not a readable file."""
     try:
-        return pd.read_csv(
-            path,
-            sep=sep,
-            dtype=str,
-            keep_default_na=False,
-            na_filter=False,
-            encoding="utf-8",
-            on_bad_lines="error",
-            engine="c",
-        ).astype(object)
-    except pd.errors.EmptyDataError as exc:
-        raise DropReadError(f"{path}: the file is empty (no header row)") from exc
+        st = path.stat()
+    except FileNotFoundError:
+        raise DropReadError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise DropReadError(f"{path}: cannot open the file ({exc.strerror or exc})") from exc
+    if path.is_dir():
+        raise DropReadError(f"{path}: is a folder, not a file")
+    return st.st_size, st.st_mtime_ns
+
+
+def _check_unchanged(path: Path, before: tuple[int, int]) -> None:
+    """Raise DropReadError when the file changed or went away while it was read: what was read may be
+    half of one version, half of another."""
+    try:
+        after = _file_version(path)
+    except DropReadError:
+        raise DropReadError(
+            f"{path}: the file disappeared while it was being read; nothing was made from it. Put it back "
+            "(write it under a temporary name and rename it when complete) and try again"
+        ) from None
+    if after != before:
+        raise DropReadError(
+            f"{path}: the file changed while it was being read (size {before[0]} -> {after[0]} bytes); nothing was "
+            "made from it. Write drops under a temporary name and rename them when complete, then try again"
+        )
+
+
+#: Magic numbers of files that are sometimes saved with a text extension.
+_BINARY_STARTS = {
+    b"\x1f\x8b": "is gzip-compressed; decompress it first",
+    b"PK\x03\x04": "is a zip archive (an Excel workbook?); export the sheet as CSV",
+    b"PAR1": "is a Parquet file; give it the extension .parquet",
+    b"%PDF": "is a PDF document, not data",
+}
+
+
+def _check_text(path: Path, fmt: str) -> None:
+    """Raise DropReadError for a text drop that is a binary file, or text in another encoding than UTF-8."""
+    with path.open("rb") as fh:
+        head = fh.read(1 << 16)
+    if head.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        raise DropReadError(f"{path}: the file is UTF-32 text (it starts with a byte-order mark); save it as UTF-8")
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise DropReadError(f"{path}: the file is UTF-16 text (it starts with a byte-order mark); save it as UTF-8")
+    for magic, what in _BINARY_STARTS.items():
+        if head.startswith(magic):
+            raise DropReadError(f"{path}: the file {what}")
+    nul = head.find(b"\x00")
+    if nul >= 0:
+        raise DropReadError(
+            f"{path}: byte {nul} is a NUL byte: this is a binary file (or UTF-16 text without a byte-order mark), "
+            f"not {fmt.upper()} text; export it as UTF-8 {fmt.upper()}"
+        )
+
+
+def _read_delimited(path: Path, sep: str) -> pd.DataFrame:
+    names = _delimited_names(path, sep)
+    frames = list(_delimited_rows(path, sep, names))
+    if not frames:
+        return pd.DataFrame({name: pd.Series([], dtype=object) for name in names})
+    return pd.concat(frames, ignore_index=True)
+
+
+def _delimited_names(path: Path, sep: str) -> list[str]:
+    _check_text(path, "tsv" if sep == "\t" else "csv")
+    try:
+        return delimited_header(path, sep)
+    except UnicodeDecodeError as exc:
+        raise DropReadError(f"{path}: {describe_problem(path, sep) or exc}") from exc
+
+
+def _delimited_rows(path: Path, sep: str, names: list[str]) -> Iterator[pd.DataFrame]:
+    try:
+        yield from delimited_frames(path, sep, names)
+    except UnicodeDecodeError as exc:
+        raise DropReadError(f"{path}: {describe_problem(path, sep) or exc}") from exc
 
 
 def _to_text(value: object) -> object:
@@ -129,10 +200,13 @@ def _to_text(value: object) -> object:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def _records_frame(path: Path, records: list[object]) -> pd.DataFrame:
+def _records_frame(path: Path, records: list[object], lines: list[int] | None = None) -> pd.DataFrame:
     for i, rec in enumerate(records):
         if not isinstance(rec, dict):
-            raise DropReadError(f"{path}: record {i + 1} is {type(rec).__name__}, expected an object")
+            where = f"line {lines[i]}" if lines else f"record {i + 1}"
+            raise DropReadError(f"{path}: {where} is a JSON {_json_kind(rec)}, expected an object {{...}}")
+    if not records:
+        raise DropReadError(f"{path}: holds no records; nothing to read")
     columns: dict[str, None] = {}
     for rec in records:
         columns.update(dict.fromkeys(rec))  # type: ignore[arg-type]
@@ -140,26 +214,43 @@ def _records_frame(path: Path, records: list[object]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(columns), dtype=object)
 
 
+def _json_kind(value: object) -> str:
+    kinds = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return kinds.get(type(value), "null")
+
+
 def _read_jsonl(path: Path) -> pd.DataFrame:
-    records = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DropReadError(f"{path}: line {lineno} is not valid JSON: {exc.msg}") from exc
-    return _records_frame(path, records)
+    _check_text(path, "jsonl")
+    records, lines = [], []
+    with path.open(encoding="utf-8-sig") as fh:
+        lineno = 0
+        try:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise DropReadError(
+                        f"{path}: line {lineno} is not valid JSON: {exc.msg} (column {exc.colno})"
+                    ) from exc
+                lines.append(lineno)
+        except UnicodeDecodeError as exc:
+            raise DropReadError(f"{path}: line {lineno + 1} is not valid UTF-8; re-encode the file as UTF-8") from exc
+    return _records_frame(path, records, lines)
 
 
 def _read_json_array(path: Path) -> pd.DataFrame:
+    _check_text(path, "json")
+    text = path.read_text(encoding="utf-8-sig")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DropReadError(f"{path}: not valid JSON at line {exc.lineno}: {exc.msg}") from exc
+        cut = "" if text.rstrip().endswith("]") else " (the file looks cut off: it does not end with ']')"
+        problem = exc.msg.removesuffix(" starting at")  # "Unterminated string starting at": the position says where
+        raise DropReadError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {problem}{cut}") from exc
     if not isinstance(data, list):
-        raise DropReadError(f"{path}: expected a JSON array of objects, found {type(data).__name__}")
+        raise DropReadError(f"{path}: expected a JSON array of objects [{{...}}, ...], found a JSON {_json_kind(data)}")
     return _records_frame(path, data)
 
 
@@ -167,11 +258,27 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
+    for field in table.schema:
+        if _is_binary(field.type):
+            raise DropReadError(
+                f"{path}: column {field.name!r} holds raw bytes (Parquet type {field.type}), which smolclean cannot "
+                "show as text; store it as a string column, or leave it out"
+            )
     # Parquet has real types; the functions see text like for every other format. Going through Python
     # values (not pandas) keeps integers with nulls as "1", not "1.0".
     return pd.DataFrame(
         {name: [_parquet_text(v) for v in table.column(name).to_pylist()] for name in table.column_names},
         dtype=object,
+    )
+
+
+def _is_binary(kind) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(kind):
+        return _is_binary(kind.value_type)
+    return pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind) or (
+        hasattr(pa.types, "is_binary_view") and pa.types.is_binary_view(kind)
     )
 
 
@@ -216,7 +323,9 @@ def make_chunks(drop: str, n_rows: int, size: int) -> list[Chunk]:
 def iter_batches(path: Path | str, batch_size: int) -> Iterator[pd.DataFrame]:
     """Read a drop in batches of `batch_size` rows, raw like `read_drop`, with bounded memory for CSV/TSV.
 
-    CSV and TSV stream through pyarrow's incremental reader; the other formats are read whole and sliced.
+    CSV and TSV stream through the same pyarrow reader as `read_drop`; the other formats are read whole
+    and sliced. Raises DropReadError like `read_drop`, also after the last batch when the file changed or
+    disappeared meanwhile (so a caller writing the batches somewhere must not publish them before the end).
     """
     path = Path(path)
     fmt = drop_format(path)
@@ -225,46 +334,19 @@ def iter_batches(path: Path | str, batch_size: int) -> Iterator[pd.DataFrame]:
         for start in range(0, len(df), batch_size):
             yield df.iloc[start : start + batch_size].reset_index(drop=True)
         return
-    yield from _stream_delimited(path, "\t" if fmt == "tsv" else ",", batch_size)
-
-
-def _stream_delimited(path: Path, sep: str, batch_size: int) -> Iterator[pd.DataFrame]:
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    try:
-        with path.open(encoding="utf-8", newline="") as fh:
-            header = next(csv.reader(fh, delimiter=sep), None)
-    except UnicodeDecodeError as exc:
-        raise DropReadError(f"{path}: not valid UTF-8 at byte {exc.start}; re-encode the file as UTF-8") from exc
-    if not header:
-        raise DropReadError(f"{path}: the file is empty (no header row)")
-    # Every column as text and no value turned into null: the raw reading contract.
-    convert = pacsv.ConvertOptions(
-        column_types={name: pa.string() for name in header},
-        null_values=[],
-        strings_can_be_null=False,
-        quoted_strings_can_be_null=False,
-    )
-    try:
-        reader = pacsv.open_csv(
-            path,
-            read_options=pacsv.ReadOptions(block_size=1 << 22),
-            parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=True),
-            convert_options=convert,
-        )
-        pending: list[pd.DataFrame] = []
-        rows = 0
-        for batch in reader:
-            frame = batch.to_pandas().astype(object)
-            pending.append(frame)
-            rows += len(frame)
-            while rows >= batch_size:
-                joined = pd.concat(pending, ignore_index=True)
-                yield joined.iloc[:batch_size].reset_index(drop=True)
-                rest = joined.iloc[batch_size:].reset_index(drop=True)
-                pending, rows = [rest], len(rest)
-        if rows:
-            yield pd.concat(pending, ignore_index=True)
-    except pa.ArrowInvalid as exc:
-        raise DropReadError(f"{path}: cannot parse as CSV: {exc}") from exc
+    sep = "\t" if fmt == "tsv" else ","
+    before = _file_version(path)
+    names = _delimited_names(path, sep)
+    pending: list[pd.DataFrame] = []
+    rows = 0
+    for frame in _delimited_rows(path, sep, names):
+        pending.append(frame)
+        rows += len(frame)
+        while rows >= batch_size:
+            joined = pd.concat(pending, ignore_index=True)
+            yield joined.iloc[:batch_size].reset_index(drop=True)
+            rest = joined.iloc[batch_size:].reset_index(drop=True)
+            pending, rows = [rest], len(rest)
+    _check_unchanged(path, before)
+    if rows:
+        yield pd.concat(pending, ignore_index=True)

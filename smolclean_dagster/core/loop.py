@@ -169,7 +169,8 @@ def run_chunk(
                 evidence=evidence,
             )
             after = store.update(lambda reg: reg.with_entry(entry))
-            name = next((e.function.name for e in after.entries if e.function.code_hash == fn.code_hash), name)
+            stored = after.find(fn)  # its name in the registry: suffixed when another function had the name
+            name = stored.function.name if stored is not None else name
             accepted.append(name)
             feedback = None
             log.info("chunk %s step %d: accepted %s", work.chunk_id, step, name)

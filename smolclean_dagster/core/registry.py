@@ -91,12 +91,17 @@ class Registry(BaseModel):
     def names(self) -> set[str]:
         return {e.function.name for e in self.entries}
 
+    def find(self, function: CleaningFunction) -> RegistryEntry | None:
+        """The entry holding `function`'s code, also when it was stored under a suffixed name."""
+        key = _code_key(function)
+        return next((e for e in self.entries if _code_key(e.function) == key), None)
+
     def with_entry(self, entry: RegistryEntry) -> Registry:
         """A new version with `entry` appended; an identical function is not added twice.
 
         A name already taken by different code gets a numeric suffix, so module names stay unique.
         """
-        if any(e.function.code_hash == entry.function.code_hash for e in self.entries):
+        if self.find(entry.function) is not None:
             return self
         entry = _unique_name(entry, self.names())
         return self.model_copy(
@@ -108,6 +113,11 @@ class Registry(BaseModel):
         if tuple(entries) == self.entries:
             return self
         return self.model_copy(update={"entries": tuple(entries), "version": self.version + 1, "updated_at": _now()})
+
+
+def _code_key(function: CleaningFunction) -> str:
+    """The code with the function's own name left out: a function renamed to `fix_2` is still the same code."""
+    return function.code.replace(f"def {function.name}(", "def _(", 1)
 
 
 def _unique_name(entry: RegistryEntry, taken: set[str]) -> RegistryEntry:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import codecs
 import json
 import logging
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -84,7 +85,7 @@ def scan_folder(folder: Path | str, pattern: str = "*") -> list[FileState]:
             st = path.stat()
         except OSError:  # removed between listing and stat: it is simply not there any more
             continue
-        if path.is_file():
+        if stat.S_ISREG(st.st_mode):
             seen.append(FileState(path.name, st.st_size, st.st_mtime_ns))
     return sorted(seen, key=lambda f: f.name)
 

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import AnalystError
 from .base import Usage
@@ -65,6 +65,30 @@ class LLMSettings(BaseModel):
     max_tokens: int = Field(default=4096, gt=0, description="longest reply, in tokens")
     params: dict[str, Any] = Field(default_factory=dict, description="more litellm parameters (top_p, seed...)")
     cache_dir: Path | None = Field(default=None, description="folder of cached replies; None = no cache")
+
+    @field_validator("api_base")
+    @classmethod
+    def _api_base_is_a_url(cls, v: str | None) -> str | None:
+        return check_api_base(v)
+
+
+def check_api_base(url: str | None) -> str | None:
+    """`url` if it is an http(s) URL with a host (an API base), else ValueError saying what one looks like.
+
+    Example:
+        >>> check_api_base("localhost:8000/v1")
+        Traceback (most recent call last):
+        ...
+        ValueError: 'localhost:8000/v1' is not an http(s) URL; write it like http://127.0.0.1:8000/v1
+    """
+    from urllib.parse import urlsplit
+
+    if url is None:
+        return None
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url!r} is not an http(s) URL; write it like http://127.0.0.1:8000/v1")
+    return url.strip()
 
 
 @dataclass(frozen=True)
@@ -223,27 +247,34 @@ class LLMClient:
         if is_transient(exc):
             return AnalystError(
                 f"the LLM call to {where} failed {attempts} time(s), last with {said}; check that the server is "
-                "up and reachable, or allow more with the LLM settings max_attempts / timeout_s"
+                "up and reachable at the setting 'api_base' (SMOLCLEAN_API_BASE, --api-base), or allow more with "
+                "the settings 'llm_max_attempts' / 'llm_timeout_s'"
             )
         if status == 401 or isinstance(exc, openai.AuthenticationError):
             return AnalystError(
-                f"the LLM server refused the API key for {where} ({said}); check SMOLCLEAN_API_KEY "
-                "(setting 'api_key', --api-key)"
+                f"the LLM server refused the API key for {where} ({said}); check the setting 'api_key' "
+                "(SMOLCLEAN_API_KEY, --api-key)"
             )
         if status == 403:
             return AnalystError(f"the API key may not use {where} ({said}); check the key's permissions")
         if status == 404:
             return AnalystError(
-                f"{where} was not found ({said}); check SMOLCLEAN_MODEL (a litellm model string such as "
-                "'openai/gpt-4o-mini') and SMOLCLEAN_API_BASE (OpenAI-compatible servers usually end in /v1)"
+                f"{where} was not found ({said}); check the setting 'model' (SMOLCLEAN_MODEL, --model: a litellm "
+                "model string such as 'openai/gpt-4o-mini') and the setting 'api_base' (SMOLCLEAN_API_BASE, "
+                "--api-base: OpenAI-compatible servers usually end in /v1)"
+            )
+        if "llm provider not provided" in said.lower():
+            return AnalystError(
+                f"the setting 'model' ({s.model!r}, SMOLCLEAN_MODEL, --model) names no provider litellm knows; "
+                "write it as PROVIDER/MODEL, e.g. 'openai/gpt-4o-mini' (also for OpenAI-compatible servers)"
             )
         if isinstance(exc, import_litellm().ContextWindowExceededError):
             return AnalystError(
                 f"the prompt is too long for {where} ({said}); lower the dataset's chunk_size"
             )
         return AnalystError(
-            f"the LLM server rejected the request to {where} ({said}); check SMOLCLEAN_MODEL, SMOLCLEAN_API_BASE "
-            "and the LLM parameters"
+            f"the LLM server rejected the request to {where} ({said}); check the settings 'model' (SMOLCLEAN_MODEL), "
+            "'api_base' (SMOLCLEAN_API_BASE) and the LLM parameters"
         )
 
 

@@ -3,7 +3,9 @@ parameterised templates (`rule_templates/*.py.j2`), one function per step, in de
 
 Whole-column knowledge (the canonical spelling of a value, the date convention, the unit) is learned from
 the chunk plus the reference rows of the same drop, and embedded in the function as constants, so a
-row's result depends only on that row.
+row's result depends only on that row. Beside the chunk's findings the analyst reads what the detectors
+find over the reference rows (`drop_findings.py`): rare dirt the chunk does not hold, and values that
+break a dependency between columns, which only many rows show; those are fixed last.
 """
 
 from __future__ import annotations
@@ -23,18 +25,24 @@ from ..detectors import (
     KINDS,
     ColumnValues,
     boolean_spellings,
+    broken_text,
     case_variants,
     date_format,
+    dependencies,
+    escaped_quotes,
+    marker_suffixes,
     null_tokens,
     number_format,
     rare_variants,
     whitespace,
 )
+from ..detectors.cells import NULL_TOKENS
 from ..detectors.date_format import candidate_formats
 from ..findings import Finding
 from ..functions import CleaningFunction, RuleSpec
 from ..profile import detect_issues
 from .base import AnalysisRequest, Issue, Proposal
+from .drop_findings import drop_findings
 
 log = logging.getLogger("smolclean.analysts.rules")
 
@@ -73,6 +81,16 @@ def _null_tokens(found: list[Finding], refined: list[Finding | None], columns: l
         f.column: sorted(set(f.params["tokens"]) | set(r.params["tokens"] if r else ())) for f, r in zip(found, refined)
     }
     return {"tokens": tokens, "spellings": sorted({t for ts in tokens.values() for t in ts})}
+
+
+def _one_column(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
+    (f,), (r,) = found, refined
+    return {"column": f.column, "examples": ", ".join(map(repr, f.examples[:2]))}
+
+
+def _markers(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
+    (f,), (r,) = found, refined
+    return {**_one_column(found, refined, columns), "suffixes": sorted(set(f.params["suffixes"]) | set((r or f).params["suffixes"]))}
 
 
 def _case(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
@@ -120,19 +138,45 @@ def _booleans(found: list[Finding], refined: list[Finding | None], columns: list
     return {"column": f.column, "mapping": mapping, "true_spelling": params["true"], "false_spelling": params["false"]}
 
 
+def _dependencies(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict | None:
+    tables = [t for f in found for t in f.params["dependencies"]]
+    conditions = [c for f in found for c in f.params["conditions"]]
+    if not tables and not conditions:
+        return None
+    summary = ", ".join(
+        f"{dep} by {', '.join(dict.fromkeys(t[0] for t in tables if t[1] == dep) or [c[0] for c in conditions if c[1] == dep])}"
+        for dep in dict.fromkeys([t[1] for t in tables] + [c[1] for c in conditions])
+    )
+    return {
+        "columns": [f.column for f in found],
+        "summary": summary,
+        "nulls": sorted(NULL_TOKENS | {""}),
+        "dependencies": [{"determinant": a, "dependent": b, "mapping": m, "voted": v} for a, b, m, v in tables],
+        "conditions": [{"determinant": a, "dependent": b, "usual": u, "value": v} for a, b, u, v in conditions],
+        "voted": sorted({b for _, b, _, v in tables if v}),
+    }
+
+
 #: One rule per finding kind the rules analyst can fix, in detector priority order.
 RULES = {
     rule.kind: rule
     for rule in (
         Rule(whitespace.KIND, "strip_whitespace.py.j2", "strip_whitespace", _whitespace, spans_columns=True),
         Rule(null_tokens.KIND, "replace_null_tokens.py.j2", "replace_null_tokens", _null_tokens, spans_columns=True),
+        Rule(broken_text.KIND, "remove_decoding_debris.py.j2", "remove_decoding_debris", _one_column),
+        Rule(escaped_quotes.KIND, "unescape_quotes.py.j2", "unescape_quotes", _one_column),
+        Rule(marker_suffixes.KIND, "strip_markers.py.j2", "strip_markers", _markers),
         Rule(case_variants.KIND, "unify_case.py.j2", "unify_case", _case),
         Rule(rare_variants.KIND, "fix_misspellings.py.j2", "fix_misspellings", _misspellings),
         Rule(number_format.KIND, "normalize_numbers.py.j2", "normalize_numbers", _numbers),
         Rule(date_format.KIND, "dates_to_iso.py.j2", "dates_to_iso", _dates),
         Rule(boolean_spellings.KIND, "unify_booleans.py.j2", "unify_booleans", _booleans),
+        Rule(dependencies.KIND, "repair_dependencies.py.j2", "repair_dependencies", _dependencies, spans_columns=True),
     )
 }
+#: Findings the analyst makes itself over the whole drop (the loop's detectors read one chunk), fixed last:
+#: by then the values the dependencies are learned from are as clean as the other rules make them.
+DROP_KINDS = (dependencies.KIND,)
 
 
 class RulesAnalyst:
@@ -150,6 +194,9 @@ class RulesAnalyst:
     """
 
     name = "rules"
+    #: Asked even when the loop's detectors find nothing in the chunk: dependencies between columns only
+    #: show over the whole drop, which the analyst sees as reference rows.
+    trusts_detectors = False
 
     def __init__(self) -> None:
         self._templates = jinja2.Environment(
@@ -165,6 +212,7 @@ class RulesAnalyst:
     def propose(self, request: AnalysisRequest) -> Proposal:
         """Answer one step: every finding as an issue, and a function for the first one still fixable."""
         findings = list(request.findings) or detect_issues(request.chunk)
+        findings += drop_findings(request, findings, {kind: rule.prefix for kind, rule in RULES.items()})
         issues = tuple(Issue(description=f.message, column=f.column) for f in findings)
         taken = {s.name for s in request.registry}
         if request.feedback:
@@ -176,6 +224,10 @@ class RulesAnalyst:
                 continue
             columns = [ColumnValues.of(f.column, request.chunk[f.column]) for f in found]
             refined = [self._refine(f, request) for f in found]
+            if rule.kind not in DROP_KINDS and request.reference is not None and None in refined:
+                # the whole drop does not show this dirt (e.g. a rare suffix is no unit there): trust the drop
+                log.debug("rules: %s on %s not confirmed by the drop", rule.kind, [f.column for f in found])
+                continue
             context = rule.context(found, refined, columns)
             if context is None:
                 log.debug("rules: nothing safe to do for %s on %s", rule.kind, [f.column for f in found])
@@ -213,7 +265,7 @@ class RulesAnalyst:
     def _refine(self, finding: Finding, request: AnalysisRequest) -> Finding | None:
         """The same detector over the chunk plus the reference rows: whole-drop evidence, when there is some."""
         reference = request.reference
-        if reference is None or finding.column not in reference.columns or reference.empty:
+        if reference is None or finding.column not in reference.columns or reference.empty or finding.kind not in KINDS:
             return None
         both = pd.concat([request.chunk[finding.column], reference[finding.column]], ignore_index=True)
         return DETECTORS[KINDS.index(finding.kind)].detect(ColumnValues.of(finding.column, both))
@@ -252,7 +304,7 @@ def _merge_value(a: object, b: object) -> object:
 def _candidates(findings: list[Finding]) -> Iterator[tuple[Rule, list[Finding]]]:
     """The functions worth proposing, first to last: per kind in priority order, a multi-column function
     for rules that span columns (then each column alone, in case it was rejected), else one per column."""
-    for kind in KINDS:
+    for kind in (*KINDS, *DROP_KINDS):
         rule = RULES.get(kind)
         found = [f for f in findings if f.kind == kind]
         if rule is None or not found:

@@ -23,7 +23,7 @@ import pandas as pd
 NULL_TOKENS = frozenset(
     {
         "n/a", "n.a.", "n.a", "na", "#n/a", "#na", "nan", "null", "(null)", "<null>", "none", "(none)",
-        "<na>", "nil", "-", "--", "---", "?", "??", "???",
+        "<na>", "nil", "-", "--", "---", "?", "??", "???", "not available",
     }
 )
 

@@ -1,0 +1,212 @@
+"""Reading CSV/TSV drops raw, and saying exactly what is wrong with a broken one.
+
+Learning (`read_drop`) and cleaning (`iter_batches`) read delimited files through this one parser,
+pyarrow's CSV reader with every column as text and nothing turned into null, so a cleaning module
+always meets the rows it was validated on. Where that parser is lenient in a way that would lose or
+invent data, this module is strict and says where:
+
+- a row with more or fewer fields than the header is an error naming its line (pandas fills short rows
+  with empty cells);
+- a quoted value that is never closed (a file cut off in the middle of a value) is an error naming the
+  line it starts on (pyarrow would read the rest of the file into that one cell);
+- a header naming a column twice is an error (pandas renames the second one "a.1"); an empty header
+  cell gets pandas' name "Unnamed: N", the same on both paths;
+- a row longer than the reader's block (a 10 MB cell) makes the reader retry with larger blocks.
+
+Finding the line of a problem takes another pass over the file with Python's csv module, so it is done
+only once something is known to be wrong.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import DropReadError
+
+#: The reader's first block size; a row longer than a block makes it start again with 8x larger ones.
+#: 1 MiB keeps the peak memory of applying a module bounded (benchmarks/apply_memory.py measures it).
+BLOCK_BYTES = 1 << 20
+#: The longest row we read (pyarrow's blocks are indexed with 32-bit integers).
+MAX_BLOCK_BYTES = 1 << 30
+
+
+def delimited_header(path: Path, sep: str) -> list[str]:
+    """The column names of a CSV/TSV file as the first non-blank row gives them, checked.
+
+    Empty names become "Unnamed: N" (N = position from 0, as pandas names them); a name given twice
+    raises DropReadError, since one of the two columns would otherwise be renamed or lost.
+    """
+    with _large_fields(), path.open(encoding="utf-8-sig", newline="") as fh:
+        header = next((row for row in csv.reader(fh, delimiter=sep) if row), None)
+    if header is None or not any(name.strip() for name in header):
+        raise DropReadError(f"{path}: the file is empty (no header row)")
+    names = [name if name else f"Unnamed: {i}" for i, name in enumerate(header)]
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name in seen:
+            raise DropReadError(
+                f"{path}: the header names column {name!r} twice (columns {seen[name] + 1} and {i + 1}); "
+                "rename one so that every column has its own name"
+            )
+        seen[name] = i
+    return names
+
+
+def delimited_frames(path: Path, sep: str, names: list[str]) -> Iterator[pd.DataFrame]:
+    """The rows of a CSV/TSV file as frames of text columns named `names`, in order, as pyarrow reads them.
+
+    Raises DropReadError naming the line for a ragged row, an unclosed quote or bytes that are not UTF-8.
+    """
+    import pyarrow as pa
+
+    unclosed = unclosed_quote_line(path, sep)
+    if unclosed is not None:
+        raise DropReadError(
+            f"{path}: the quoted value starting on line {unclosed} is never closed (is the file cut off?); "
+            "close the quote or export the file again"
+        )
+    done, block = 0, BLOCK_BYTES
+    while True:
+        skip = done  # rows already given out by an attempt with smaller blocks
+        try:
+            for frame in _arrow_frames(path, sep, names, block):
+                if skip:
+                    cut = min(skip, len(frame))
+                    frame, skip = frame.iloc[cut:].reset_index(drop=True), skip - cut
+                if len(frame):
+                    done += len(frame)
+                    yield frame
+            return
+        except pa.ArrowInvalid as exc:
+            if "straddl" in str(exc) and block < MAX_BLOCK_BYTES:
+                block *= 8  # a row longer than a block: read again with larger blocks, skipping what was given
+                continue
+            fmt = "TSV" if sep == "\t" else "CSV"
+            raise DropReadError(f"{path}: {describe_problem(path, sep) or f'cannot parse as {fmt}: {exc}'}") from exc
+
+
+def _arrow_frames(path: Path, sep: str, names: list[str], block: int) -> Iterator[pd.DataFrame]:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    # pyarrow reads the header itself (blank lines and quoted line breaks in it are handled the same way
+    # as in the data) and every column is typed as text by its name as written.
+    with _large_fields(), path.open(encoding="utf-8-sig", newline="") as fh:
+        raw = next((row for row in csv.reader(fh, delimiter=sep) if row), [])
+    convert = pacsv.ConvertOptions(
+        column_types={name: pa.string() for name in raw},
+        null_values=[],
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+    )
+    reader = pacsv.open_csv(
+        path,
+        read_options=pacsv.ReadOptions(block_size=block),
+        parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=True),
+        convert_options=convert,
+    )
+    for batch in reader:
+        frame = batch.to_pandas().astype(object)
+        frame.columns = names
+        yield frame
+
+
+def unclosed_quote_line(path: Path, sep: str) -> int | None:
+    """The line where a quoted value starts that is never closed, or None.
+
+    Every well-formed quoted value holds an even number of quote characters, so a file with an even
+    number of them needs no closer look; an odd number also comes from quotes inside unquoted values
+    (`5'10"`), so then the file is parsed to find out.
+    """
+    if _quote_count(path) % 2 == 0:
+        return None
+    tail_from, line = None, 0
+    with _large_fields(), path.open(encoding="utf-8-sig", newline="", errors="replace") as fh:
+        reader = csv.reader(fh, delimiter=sep)
+        for _ in reader:
+            tail_from, line = line + 1, reader.line_num
+    if tail_from is None:
+        return None
+    # The last record is where an unclosed quote swallowed the rest of the file: parse it strictly.
+    with _large_fields(), path.open(encoding="utf-8-sig", newline="", errors="replace") as fh:
+        for _ in range(tail_from - 1):
+            fh.readline()
+        try:
+            for _ in csv.reader(fh, delimiter=sep, strict=True):
+                pass
+        except csv.Error as exc:
+            return tail_from if "unexpected end of data" in str(exc) else None
+    return None
+
+
+def describe_problem(path: Path, sep: str) -> str | None:
+    """What is wrong with a CSV/TSV file and on which line: bad UTF-8 or a row of the wrong width."""
+    bad = utf8_error(path)
+    if bad is not None:
+        line, offset = bad
+        return f"line {line} is not valid UTF-8 (byte {offset}); re-encode the file as UTF-8"
+    with _large_fields(), path.open(encoding="utf-8-sig", newline="") as fh:
+        reader = csv.reader(fh, delimiter=sep)
+        width, end = None, 0
+        for row in reader:
+            start, end = end + 1, reader.line_num
+            if not row:
+                continue
+            if width is None:
+                width = len(row)
+            elif len(row) != width:
+                return (
+                    f"cannot parse as {'TSV' if sep == chr(9) else 'CSV'}: line {start} has {len(row)} field(s), "
+                    f"the header has {width}; fix that row (a missing or "
+                    f"extra {'tab' if sep == chr(9) else 'comma'}, or a value with an unquoted separator)"
+                )
+    return None
+
+
+def utf8_error(path: Path) -> tuple[int, int] | None:
+    """(line, byte offset) of the first bytes in the file that are not UTF-8, or None."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    with path.open("rb") as fh:
+        while block := fh.read(1 << 20):
+            pending = len(decoder.getstate()[0])  # the start of a character cut off by the last block
+            try:
+                decoder.decode(block)
+            except UnicodeDecodeError as exc:
+                return _line_at(path, offset - pending + exc.start)
+            offset += len(block)
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return _line_at(path, offset - len(decoder.getstate()[0]))
+    return None
+
+
+def _line_at(path: Path, pos: int) -> tuple[int, int]:
+    with path.open("rb") as fh:
+        return fh.read(max(0, pos)).count(b"\n") + 1, max(0, pos)
+
+
+def _quote_count(path: Path) -> int:
+    count = 0
+    with path.open("rb") as fh:
+        while block := fh.read(1 << 22):
+            count += block.count(b'"')
+    return count
+
+
+@contextlib.contextmanager
+def _large_fields() -> Iterator[None]:
+    """Let the csv module read values as long as pyarrow does (its default limit is 128 KiB)."""
+    previous = csv.field_size_limit(MAX_BLOCK_BYTES)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(previous)

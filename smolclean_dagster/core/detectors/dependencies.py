@@ -1,0 +1,396 @@
+"""Detector: cells that break a dependency between columns which the rest of the drop keeps.
+
+A column B depends on a column A when rows sharing an A value (a provider number, a zip code, a flight)
+nearly always share their B value (the hospital's name, the city, the scheduled departure). The rows
+that break such a dependency hold a typo, a swapped value or a gap, and the value the other rows of the
+same key agree on is the repair. Dependencies are learned over a whole drop (the rows of one chunk rarely
+repeat a key) and embedded in the repairing function as mapping tables, so a row's repair depends only
+on that row and the tables.
+
+Three kinds of evidence, each required to hold for a large majority of the drop:
+- key -> value: B's majority value per A value, for keys with enough rows and a clear majority;
+- multi-source entities: when every row is one source's report on one entity (each (entity, source)
+  pair at most once, e.g. flight x website), the entity's values are voted on by the sources, sources
+  that copy each other (identical on nearly every shared cell) counted once; a weaker majority is
+  enough, since sources disagree by nature, and the entity and source columns are never repaired;
+- non-default implies value: when A is set to anything but its usual value (an exemption amount other
+  than 0), B nearly always has one value ("Y").
+
+Unlike the per-column detectors this one reads whole frames: `learn(frame)` finds the dependencies,
+`detect(rows, learned)` reports the cells of `rows` that break them, and `repair(rows, learned)` is the
+reference implementation of the rule template `repair_dependencies.py.j2` (tests hold them equal).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..findings import Finding
+from .cells import NULL_TOKENS, top_examples
+
+KIND = "dependency_violations"
+
+#: Rows with both columns filled needed before a pair is looked at.
+MIN_ROWS = 20
+#: Rows a key needs before its majority value counts as evidence.
+MIN_SUPPORT = 3
+#: A determinant repeats: at most this many distinct values per filled cell.
+MAX_KEY_SHARE = 0.5
+#: A dependency holds when this share of the rows with evidence agree with their key's majority ...
+MIN_AGREEMENT = 0.9
+#: ... the keys with a clear majority (this share of their rows, this many times the runner-up) ...
+KEY_SHARE, KEY_RATIO = 0.5, 2.0
+#: ... cover this share of those rows ...
+MIN_COVER = 0.5
+#: ... and it explains B better than B's most common value alone (violations at most this share).
+MAX_VIOLATION_RATIO = 0.75
+#: Multi-source entities: each (entity, source) pair at most once (this share of duplicates), several
+#: sources per entity, and the weaker majority sources give.
+MAX_PAIR_DUPLICATES = 0.01
+MIN_SOURCES_PER_ENTITY = 3
+#: A source reports on many entities (rows per source), and there are fewer sources than entities.
+MIN_REPORTS_PER_SOURCE = 10
+SOURCE_AGREEMENT, SOURCE_KEY_SHARE, SOURCE_COVER = 0.4, 0.3, 0.1
+#: Two sources are copies when they agree on this share of (at least 10) shared cells.
+COPY_SIMILARITY = 0.99
+#: Non-default implies value: rows with A off its usual value, and the share of them B must agree on.
+CONDITION_ROWS = 50
+CONDITION_AGREEMENT = 0.98
+#: A dependent with more distinct values than this is not a category an exemption could imply.
+CONDITION_MAX_VALUES = 10
+#: Bound the work on very wide frames: determinants tried per dependent.
+MAX_DETERMINANTS = 4
+#: Pairs of sources compared for copies at most (n_keys * n_sources**2 cells of work).
+MAX_COPY_WORK = 50_000_000
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """B's value per A value; `source` names the column whose sources voted (copies counted once)."""
+
+    determinant: str
+    dependent: str
+    mapping: dict[str, str]
+    agreement: float
+    source: str | None = None
+
+
+@dataclass(frozen=True)
+class Condition:
+    """When `determinant` holds anything but `usual`, `dependent` is `value`."""
+
+    determinant: str
+    dependent: str
+    usual: str
+    value: str
+    agreement: float
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    """Everything learned over one frame, per dependent column in column order."""
+
+    dependencies: tuple[Dependency, ...] = ()
+    conditions: tuple[Condition, ...] = ()
+    protected: tuple[str, ...] = field(default=())
+
+    def __bool__(self) -> bool:
+        return bool(self.dependencies or self.conditions)
+
+    @property
+    def dependents(self) -> list[str]:
+        seen = [d.dependent for d in self.dependencies] + [c.dependent for c in self.conditions]
+        return list(dict.fromkeys(seen))
+
+    def for_columns(self, columns: list[str]) -> Dependencies:
+        """Only what repairs `columns`."""
+        keep = set(columns)
+        return Dependencies(
+            tuple(d for d in self.dependencies if d.dependent in keep),
+            tuple(c for c in self.conditions if c.dependent in keep),
+            self.protected,
+        )
+
+
+def cell_keys(series: pd.Series) -> pd.Series:
+    """Each cell as a lookup key: stripped text with runs of spaces collapsed; empty cells, null tokens
+    and non-text cells are missing (NaN)."""
+    text = series.where(series.apply(isinstance, args=(str,))).astype(object)
+    key = text.str.strip().str.replace(r"[^\S\r\n]{2,}", " ", regex=True)
+    return key.where(~key.str.casefold().isin(NULL_TOKENS | {""}))
+
+
+def learn(frame: pd.DataFrame) -> Dependencies:
+    """The dependencies that hold over `frame` (the rows of a drop the analyst may see).
+
+    Example:
+        >>> df = pd.DataFrame({"zip": ["35233"] * 12 + ["99501"] * 12,
+        ...                    "city": ["birmingham"] * 11 + ["birminghxm"] + ["anchorage"] * 12})
+        >>> [(d.determinant, d.dependent, d.mapping) for d in learn(df).dependencies]
+        [('zip', 'city', {'35233': 'birmingham', '99501': 'anchorage'})]
+    """
+    frame = frame.loc[:, ~frame.columns.duplicated()]
+    columns = [str(c) for c in frame.columns]
+    keys = {c: cell_keys(frame[c]) for c in frame.columns}
+    codes, values = {}, {}
+    for name, c in zip(columns, frame.columns):
+        codes[name], values[name] = pd.factorize(keys[c])
+    determinants = [c for c in columns if _repeats(codes[c], len(values[c]))]
+
+    plain: dict[str, list[Dependency]] = {}
+    for b in columns:
+        for a in determinants:
+            if a != b and (dep := _dependency(a, b, codes, values)) is not None:
+                plain.setdefault(b, []).append(dep)
+    entities = _entities(determinants, codes, values, plain)
+    found: list[Dependency] = []
+    protected = sorted({c for pair in entities.items() for c in pair})
+    weights = {a: _source_weights(a, source, columns, codes, values) for a, source in entities.items()}
+    for b in columns:
+        if b in protected:
+            continue
+        voted = []
+        for a, source in entities.items():
+            dep = _dependency(a, b, codes, values, weights=weights[a], source=source)
+            if dep is not None:
+                voted.append(dep)
+        ranked = sorted(voted or plain.get(b, []), key=lambda d: (-d.agreement, d.determinant))
+        found.extend(ranked[:MAX_DETERMINANTS])
+    # A dependent every row already agrees with has nothing to repair: its tables would only add bulk.
+    broken = {d.dependent for d in found if d.agreement < 1.0}
+    found = [d for d in found if d.dependent in broken]
+    conditions = [c for b in columns if b not in protected for c in _conditions(b, columns, codes, values)]
+    order = {c: i for i, c in enumerate(columns)}
+    found.sort(key=lambda d: order[d.dependent])
+    return Dependencies(tuple(found), tuple(conditions), tuple(protected))
+
+
+def _repeats(code: np.ndarray, distinct: int) -> bool:
+    filled = int((code >= 0).sum())
+    return filled >= MIN_ROWS and 2 <= distinct <= MAX_KEY_SHARE * filled
+
+
+def _key_stats(ca: np.ndarray, cb: np.ndarray, nb: int, weights: np.ndarray | None):
+    """Per key of A (rows with both filled): key code, rows, weighted support, top and runner-up weight,
+    top value code."""
+    both = (ca >= 0) & (cb >= 0)
+    pair = ca[both].astype(np.int64) * nb + cb[both]
+    uniq, inverse = np.unique(pair, return_inverse=True)
+    rows = np.bincount(inverse)
+    weight = rows.astype(float) if weights is None else np.bincount(inverse, weights=weights[both])
+    key, value = uniq // nb, uniq % nb
+    order = np.lexsort((-weight, key))
+    key, value, weight, rows = key[order], value[order], weight[order], rows[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    top = weight[starts]
+    second = np.zeros_like(top)
+    has_second = np.diff(np.r_[starts, len(key)]) > 1
+    second[has_second] = weight[starts[has_second] + 1]
+    return key[starts], np.add.reduceat(rows, starts), np.add.reduceat(weight, starts), top, second, value[starts]
+
+
+def _dependency(a, b, codes, values, *, weights=None, source=None) -> Dependency | None:
+    ca, cb = codes[a], codes[b]
+    nb = len(values[b])
+    if nb < 2 or int(((ca >= 0) & (cb >= 0)).sum()) < MIN_ROWS:
+        return None
+    keys, rows, support, top, second, top_value = _key_stats(ca, cb, nb, weights)
+    evidence = rows >= MIN_SUPPORT
+    if not evidence.any():
+        return None
+    share, ratio, cover, agreement = (
+        (SOURCE_KEY_SHARE, 1.0, SOURCE_COVER, SOURCE_AGREEMENT) if source else (KEY_SHARE, KEY_RATIO, MIN_COVER, MIN_AGREEMENT)
+    )
+    clear = evidence & (top >= share * support) & (top >= ratio * second) & (top > second)
+    agree = top[evidence].sum() / support[evidence].sum()
+    if support[clear].sum() < cover * support[evidence].sum() or agree < agreement:
+        return None
+    filled = cb[(ca >= 0) & (cb >= 0)]
+    constant_share = 1 - np.bincount(filled).max() / len(filled)  # rows off B's most common value
+    if 1 - agree > MAX_VIOLATION_RATIO * constant_share:
+        return None
+    mapping = {str(values[a][k]): str(values[b][v]) for k, v in zip(keys[clear], top_value[clear])}
+    return Dependency(a, b, dict(sorted(mapping.items())), round(float(agree), 4), source)
+
+
+def _entities(determinants, codes, values, plain) -> dict[str, str]:
+    """Entity column -> source column, for frames of one row per (entity, source) report.
+
+    A source column takes part in no plain dependency (sources are not attributes of anything); of the
+    columns that pair with a source uniquely, the entity is the one with the fewest values (a flight
+    rather than the flight's departure times)."""
+    involved = {d.determinant for deps in plain.values() for d in deps} | set(plain)
+    candidates: dict[str, list[str]] = {}
+    for s in determinants:
+        ns = len(values[s])
+        if s in involved or ns < MIN_SOURCES_PER_ENTITY:
+            continue
+        for a in determinants:
+            na = len(values[a])
+            both = (codes[a] >= 0) & (codes[s] >= 0)
+            n = int(both.sum())
+            if a == s or not n:
+                continue
+            distinct = len(np.unique(codes[a][both].astype(np.int64) * ns + codes[s][both]))
+            many = n / na >= MIN_SOURCES_PER_ENTITY and n / ns >= MIN_REPORTS_PER_SOURCE and ns < na
+            if many and 1 - distinct / n <= MAX_PAIR_DUPLICATES:
+                candidates.setdefault(s, []).append(a)
+    out: dict[str, str] = {}
+    for s, entities in candidates.items():
+        a = min(entities, key=lambda c: (len(values[c]), c))
+        if a not in out and a not in candidates:
+            out[a] = s
+    return out
+
+
+def _source_weights(entity, source, columns, codes, values) -> np.ndarray:
+    """Per row, 1 / the number of sources copying the row's source (itself included)."""
+    ce, cs = codes[entity], codes[source]
+    ne, ns = len(values[entity]), len(values[source])
+    attributes = [c for c in columns if c not in (entity, source) and _repeats(codes[c], len(values[c]))]
+    weights = np.ones(len(ce))
+    if not attributes or ne * ns * ns * len(attributes) > MAX_COPY_WORK:
+        return weights
+    same = np.zeros((ns, ns))
+    shared = np.zeros((ns, ns))
+    rows = (ce >= 0) & (cs >= 0)
+    for c in attributes:
+        grid = np.full((ne, ns), -1, dtype=np.int64)
+        grid[ce[rows], cs[rows]] = codes[c][rows]
+        filled = grid >= 0
+        both = filled[:, :, None] & filled[:, None, :]
+        shared += both.sum(axis=0)
+        same += ((grid[:, :, None] == grid[:, None, :]) & both).sum(axis=0)
+    parent = list(range(ns))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for i, j in itertools.combinations(range(ns), 2):
+        if shared[i, j] >= 10 and same[i, j] >= COPY_SIMILARITY * shared[i, j]:
+            parent[root(i)] = root(j)
+    roots = [root(i) for i in range(ns)]
+    size = np.bincount(roots, minlength=ns)
+    per_source = 1.0 / size[roots]
+    weights[cs >= 0] = per_source[cs[cs >= 0]]
+    return weights
+
+
+def _conditions(b, columns, codes, values) -> list[Condition]:
+    cb, nb = codes[b], len(values[b])
+    if not 2 <= nb <= CONDITION_MAX_VALUES:
+        return []
+    out = []
+    for a in columns:
+        ca = codes[a]
+        if a == b or not _repeats(ca, len(values[a])):
+            continue
+        both = (ca >= 0) & (cb >= 0)
+        usual = np.bincount(ca[both]).argmax() if both.any() else -1
+        off = both & (ca != usual)
+        if off.sum() < CONDITION_ROWS:
+            continue
+        counts = np.bincount(cb[off], minlength=nb)
+        value = counts.argmax()
+        agreement = counts[value] / off.sum()
+        on = both & (ca == usual)
+        # Informative: B is mixed where A is usual; otherwise B is nearly constant and nothing is implied.
+        mixed = on.any() and np.bincount(cb[on], minlength=nb).max() < 0.9 * on.sum()
+        if agreement >= CONDITION_AGREEMENT and agreement < 1.0 and mixed:
+            out.append(Condition(a, b, str(values[a][usual]), str(values[b][value]), round(float(agreement), 4)))
+    return out[:MAX_DETERMINANTS]
+
+
+def repair(frame: pd.DataFrame, learned: Dependencies, *, rounds: int = 10) -> pd.DataFrame:
+    """`frame` with the cells that break `learned` repaired; the reference for the rule template.
+
+    A cell is repaired when every determinant that knows the row's key names the same value, and, unless
+    sources voted, the new value fits the row's other columns better than the old one (an established
+    key is not re-labelled by a coincidence) and contradicts none of them.
+    """
+    out = frame.copy()
+    keys: dict[str, pd.Series] = {}
+
+    def key(column: str) -> pd.Series:
+        if column not in keys:
+            keys[column] = cell_keys(out[column])
+        return keys[column]
+
+    for _ in range(rounds):
+        changed = False
+        for b in learned.dependents:
+            if b not in out.columns:
+                continue
+            proposal, conflict = pd.Series(None, index=out.index, dtype=object), pd.Series(False, index=out.index)
+            voted = False
+            for d in (d for d in learned.dependencies if d.dependent == b and d.determinant in out.columns):
+                voted |= d.source is not None
+                proposal, conflict = _vote(proposal, conflict, key(d.determinant).map(d.mapping))
+            for c in (c for c in learned.conditions if c.dependent == b and c.determinant in out.columns):
+                off = key(c.determinant).notna() & (key(c.determinant) != c.usual)
+                implied = pd.Series(np.where(off, c.value, None), index=out.index, dtype=object)
+                proposal, conflict = _vote(proposal, conflict, implied)
+            change = proposal.notna() & ~conflict & (proposal != key(b).fillna("\0"))
+            if not voted and change.any():
+                change &= _fits(out, b, key, proposal, learned)
+            if change.any():
+                out[b] = out[b].mask(change.to_numpy(), proposal.to_numpy())
+                keys.pop(b, None)
+                changed = True
+        if not changed:
+            break
+    return out
+
+
+def _vote(proposal: pd.Series, conflict: pd.Series, new: pd.Series) -> tuple[pd.Series, pd.Series]:
+    conflict = conflict | (proposal.notna() & new.notna() & (proposal != new))
+    return proposal.where(proposal.notna(), new), conflict
+
+
+def _fits(out: pd.DataFrame, b: str, key, proposal: pd.Series, learned: Dependencies) -> pd.Series:
+    better = pd.Series(0, index=out.index)
+    known = pd.Series(False, index=out.index)
+    contradicts = pd.Series(False, index=out.index)
+    for d in (d for d in learned.dependencies if d.determinant == b and d.dependent in out.columns):
+        other = key(d.dependent)
+        new, old = proposal.map(d.mapping), key(b).map(d.mapping)
+        better = better + (new == other).astype(int) - (old == other).astype(int)
+        known = known | old.notna()
+        contradicts = contradicts | (new.notna() & other.notna() & (new != other))
+    return ~contradicts & ((better > 0) | ~known)
+
+
+def detect(rows: pd.DataFrame, learned: Dependencies) -> list[Finding]:
+    """One finding per column of `rows` with cells that `repair` would change, in column order."""
+    if not learned or rows.empty:
+        return []
+    fixed = repair(rows, learned)
+    findings = []
+    for b in learned.dependents:
+        if b not in rows.columns:
+            continue
+        before, after = rows[b], fixed[b]
+        changed = ~((before == after) | (before.isna() & after.isna()))
+        n = int(changed.sum())
+        if not n:
+            continue
+        determinants = [d.determinant for d in learned.dependencies if d.dependent == b]
+        determinants += [c.determinant for c in learned.conditions if c.dependent == b]
+        examples = {f"{v!r} -> {w!r}": 1 for v, w in zip(before[changed].head(3), after[changed].head(3))}
+        findings.append(Finding(
+            kind=KIND, column=b, count=n,
+            message=(f"{n} cells of {b!r} break a dependency on {', '.join(map(repr, dict.fromkeys(determinants)))} "
+                     "that the rest of the drop keeps"),
+            examples=top_examples(examples),
+            params={"determinants": list(dict.fromkeys(determinants))},
+        ))
+    return findings
+
+
+__all__ = ["KIND", "Condition", "Dependencies", "Dependency", "cell_keys", "detect", "learn", "repair"]

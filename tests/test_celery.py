@@ -1,0 +1,143 @@
+"""Beyond one machine: the learning flow's runs with their steps on Celery workers (dagster-celery), a Redis
+broker and two workers, all on this machine; the code location and the executor configuration are the
+documented ones in deploy/celery/."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from local_servers import redis_server
+from smolclean_dagster import DatasetSettings
+from smolclean_dagster.settings import save_settings
+
+DEPLOY = Path(__file__).resolve().parents[1] / "deploy" / "celery"
+BIN = Path(sys.executable).parent
+WORKERS = ("smolclean-w1", "smolclean-w2")
+
+
+@pytest.fixture
+def celery_env(tmp_path: Path):
+    """Redis, a Dagster home, a workdir with one dataset, and two Celery workers serving deploy/celery/."""
+    if shutil.which("dagster-celery", path=str(BIN)) is None:
+        pytest.skip("dagster-celery is not installed (it is in requirements.txt)")
+    with redis_server() as redis:
+        home = tmp_path / "dagster_home"
+        home.mkdir()
+        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
+        env = {
+            **os.environ,
+            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",  # dagster-celery starts `celery` by name
+            "DAGSTER_HOME": str(home),
+            "SMOLCLEAN_WORKDIR": str(tmp_path / "work"),
+            "SMOLCLEAN_CELERY_BROKER": f"{redis}/0",
+            "SMOLCLEAN_CELERY_BACKEND": f"{redis}/1",
+        }
+        workers, logs = [], []
+        try:
+            for name in WORKERS:
+                log = tmp_path / f"{name}.log"
+                logs.append(log)
+                workers.append(subprocess.Popen(
+                    [str(BIN / "dagster-celery"), "worker", "start", "-A", "dagster_celery.app",
+                     "-y", str(DEPLOY / "celery.yaml"), "-n", name, "--", "--concurrency=1"],
+                    env=env, cwd=tmp_path, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+                ))
+            deadline = time.monotonic() + 90
+            while not all(" ready." in log.read_text(errors="replace") for log in logs):
+                assert all(w.poll() is None for w in workers), "a Celery worker exited:\n" + _tail(logs)
+                assert time.monotonic() < deadline, "the Celery workers did not get ready within 90 s:\n" + _tail(logs)
+                time.sleep(0.5)
+            yield env, tmp_path, logs
+        finally:
+            for w in workers:
+                _stop_group(w)
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    """Stop a worker and its pool processes: SIGTERM to its process group is Celery's warm shutdown."""
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+    except ProcessLookupError:
+        return
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
+def _tail(logs: list[Path]) -> str:
+    return "\n".join(f"--- {p.name}\n" + "\n".join(p.read_text(errors="replace").splitlines()[-15:]) for p in logs)
+
+
+def _materialize(env: dict, cwd: Path, assets: list[str], partition: str | None = None) -> subprocess.Popen:
+    """`dagster asset materialize` on the documented code location: the run's steps go to the workers."""
+    cmd = [str(BIN / "dagster"), "asset", "materialize", "-f", str(DEPLOY / "definitions.py"),
+           "--select", ",".join(assets)]
+    if partition is not None:
+        cmd += ["--partition", partition]
+    return subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _wait(*procs: subprocess.Popen, logs: list[Path]) -> None:
+    for proc in procs:
+        out, _ = proc.communicate(timeout=180)
+        assert proc.returncode == 0, f"{' '.join(proc.args)} failed:\n{out[-4000:]}\n{_tail(logs)}"
+
+
+def test_the_learning_flow_runs_its_steps_on_two_celery_workers(celery_env, messy_csv):
+    env, root, logs = celery_env
+    settings = DatasetSettings(name="people", workdir=Path(env["SMOLCLEAN_WORKDIR"]), chunk_size=10, chunk_budget=2)
+    save_settings(settings)  # the code location serves the datasets of the workdir
+    settings.drops_dir.mkdir(parents=True)
+    shutil.copy(messy_csv, settings.drops_dir / "people.csv")
+    os.environ["DAGSTER_HOME"], previous_home = env["DAGSTER_HOME"], os.environ.get("DAGSTER_HOME")
+    try:
+        with dg.DagsterInstance.get() as instance:
+            instance.add_dynamic_partitions("people_drops", ["people.csv"])
+
+        # The flow as `smolclean learn` drives it, run by run: read and chunk the drop; the chunk wave, its
+        # runs side by side; publish, validate and export; clean the drop.
+        _wait(_materialize(env, root, ["people/raw_data", "people/chunks"], "people.csv"), logs=logs)
+        with dg.DagsterInstance.get() as instance:
+            chunks = instance.get_dynamic_partitions("people_chunks")
+        assert len(chunks) == 2
+        _wait(*[_materialize(env, root, ["people/chunk_issues", "people/chunk_functions"], c) for c in chunks],
+              logs=logs)
+        _wait(_materialize(env, root, ["people/registry", "people/validation", "people/cleaning_module"]), logs=logs)
+        _wait(_materialize(env, root, ["people/cleaned_data"], "people.csv"), logs=logs)
+
+        with dg.DagsterInstance.get() as instance:
+            runs = instance.get_runs()
+            assert len(runs) == 5 and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
+            traces = instance.fetch_materializations(dg.AssetKey(["people", "chunk_functions"]), limit=10).records
+            assert {r.partition_key for r in traces} == set(chunks)
+            # Every step ran in a Celery worker, and both workers took steps.
+            hosts = []
+            for run in runs:
+                for entry in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
+                    data = entry.dagster_event.engine_event_data
+                    if "Celery worker" in data.metadata:
+                        hosts.append((entry.step_key, data.metadata["Celery worker"].value))
+    finally:
+        if previous_home is None:
+            del os.environ["DAGSTER_HOME"]
+        else:
+            os.environ["DAGSTER_HOME"] = previous_home
+
+    steps = {step for step, _ in hosts}
+    assert {"people__chunk_functions", "people__validation", "people__cleaned_data"} <= steps
+    assert {host.split("@")[0] for _, host in hosts} == set(WORKERS)
+    module = settings.module_dir / "clean_people.py"
+    assert module.exists() and "def clean(" in module.read_text(encoding="utf-8")
+    assert len(pd.read_parquet(settings.cleaned_path("people.csv"))) == 60

@@ -1,0 +1,137 @@
+"""Dependencies between columns: learned over a drop, the cells that break them repaired by a rule whose
+generated function does what the detector's reference repair does, row by row, without nulling anything."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from smolclean_dagster.core.analysts.base import AnalysisRequest
+from smolclean_dagster.core.analysts.rules import RulesAnalyst
+from smolclean_dagster.core.detectors import dependencies
+from smolclean_dagster.core.sandbox.gate import check_function
+
+
+def load(fn):
+    namespace: dict = {}
+    exec(compile(fn.code, fn.name, "exec"), namespace)  # tests only: the product runs it in the sandbox
+    return namespace[fn.name]
+
+
+def hospitals(rows_per_key: int = 8) -> pd.DataFrame:
+    """Three hospitals, each on several rows, with the usual typos and a gap."""
+    keys = [("10018", "birmingham", "35233"), ("10019", "florence", "35631"), ("10021", "dothan", "36301")]
+    rows = [{"provider": p, "city": c, "zip": z, "measure": f"m{i}"} for p, c, z in keys for i in range(rows_per_key)]
+    df = pd.DataFrame(rows, dtype=object)
+    df.loc[1, "city"] = "birminghxm"
+    df.loc[9, "zip"] = "3563x"
+    df.loc[17, "city"] = ""
+    return df
+
+
+def test_learns_the_majority_value_per_key_and_repairs_typos_and_gaps():
+    df = hospitals()
+    learned = dependencies.learn(df)
+    city = next(d for d in learned.dependencies if d.dependent == "city" and d.determinant == "provider")
+    assert city.mapping == {"10018": "birmingham", "10019": "florence", "10021": "dothan"}
+    fixed = dependencies.repair(df, learned)
+    assert fixed.loc[1, "city"] == "birmingham" and fixed.loc[9, "zip"] == "35631" and fixed.loc[17, "city"] == "dothan"
+    changed = (fixed != df).sum().sum()
+    assert changed == 3
+    assert not fixed.isna().any().any()
+
+
+def test_a_key_nobody_else_shares_and_an_unknown_key_are_left_alone():
+    df = hospitals()
+    learned = dependencies.learn(df)
+    new = pd.DataFrame({"provider": ["99999", "10018"], "city": ["gary", "birmingham"], "zip": ["46401", "35233"],
+                        "measure": ["m1", "m2"]}, dtype=object)
+    assert dependencies.repair(new, learned).equals(new)
+
+
+def test_a_column_no_key_explains_better_than_its_most_common_value_is_not_repaired():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({
+        "score": [str(v) for v in rng.integers(90, 100, 400)],
+        "kind": np.where(rng.random(400) < 0.9, "acute care", "critical access").astype(object),
+    }, dtype=object)
+    assert not [d for d in dependencies.learn(df).dependencies if d.dependent == "kind"]
+
+
+def test_sources_vote_on_an_entity_and_copies_count_once():
+    # flight x website: three sites copy one wrong time; four report on their own, each wrong or silent on
+    # a different quarter of the flights, so the truth is a minority of the rows of every flight
+    rows = []
+    for f in range(12):
+        truth, wrong = f"{7 + f % 5}:{10 + f:02d} a.m.", f"{7 + f % 5}:{11 + f:02d} a.m."
+        for s in ("copy1", "copy2", "copy3"):
+            rows.append({"flight": f"AA-{f}", "src": s, "dep": wrong})
+        for k, s in enumerate(("own1", "own2", "own3", "own4")):
+            slip = f"{7 + f % 5}:{20 + f + k:02d} a.m." if k % 2 else ""
+            rows.append({"flight": f"AA-{f}", "src": s, "dep": slip if f % 4 == k else truth})
+    df = pd.DataFrame(rows, dtype=object)
+    learned = dependencies.learn(df)
+    assert set(learned.protected) == {"flight", "src"}
+    dep = next(d for d in learned.dependencies if d.dependent == "dep")
+    assert dep.source == "src"
+    fixed = dependencies.repair(df, learned)
+    for f in range(12):
+        assert set(fixed.loc[fixed["flight"] == f"AA-{f}", "dep"]) == {f"{7 + f % 5}:{10 + f:02d} a.m."}
+    assert fixed["flight"].equals(df["flight"]) and fixed["src"].equals(df["src"])
+
+
+def test_a_value_off_the_default_implies_the_other_column():
+    rng = np.random.default_rng(1)
+    exemption = np.where(rng.random(600) < 0.5, "0", rng.choice(["300", "1000", "2400"], 600)).astype(object)
+    has_child = np.where(exemption != "0", "Y", rng.choice(["Y", "N"], 600)).astype(object)
+    has_child[[i for i in range(600) if exemption[i] != "0"][:4]] = "N"  # four rows break it
+    df = pd.DataFrame({"child_exemp": exemption, "has_child": has_child}, dtype=object)
+    learned = dependencies.learn(df)
+    assert [(c.determinant, c.dependent, c.usual, c.value) for c in learned.conditions] == [
+        ("child_exemp", "has_child", "0", "Y")
+    ]
+    fixed = dependencies.repair(df, learned)
+    assert ((fixed["child_exemp"] != "0") <= (fixed["has_child"] == "Y")).all()
+    assert (fixed["has_child"] != df["has_child"]).sum() == 4
+
+
+def test_an_established_key_is_not_relabelled_by_a_coincidence():
+    # provider -> city and city -> provider both hold; a row whose city is a typo must not move its
+    # provider to another hospital, and the provider's other columns keep it where it is
+    df = hospitals(rows_per_key=10)
+    df.loc[2, "city"] = "florence"  # the wrong city for provider 10018, right for 10019
+    fixed = dependencies.repair(df, dependencies.learn(df))
+    assert fixed.loc[2, "provider"] == "10018"
+    assert fixed.loc[2, "city"] == "birmingham"
+
+
+def test_the_rule_finds_violations_only_the_drop_shows_and_its_function_matches_the_reference_repair():
+    drop = hospitals(rows_per_key=12)
+    drop.loc[1, "city"] = "birmingham"  # a typo the misspelling rule would fix first
+    chunk = drop.iloc[[0, 12, 24]].reset_index(drop=True)  # clean rows: only the drop shows the dirt
+    proposal = RulesAnalyst().propose(AnalysisRequest(dataset="h", chunk_id="c0", step=1, chunk=chunk, reference=drop))
+    fn = proposal.function
+    assert fn is not None and fn.name.startswith("repair_dependencies")
+    check_function(fn.code)
+    repaired = load(fn)
+    expected = dependencies.repair(drop, dependencies.learn(drop))
+    out = repaired(drop)
+    assert out.equals(expected)
+    assert repaired(out).equals(out), "not idempotent"
+    assert drop.loc[9, "zip"] == "3563x", "the input frame must not be modified"
+    for i in range(0, len(drop), 5):  # batch-safe: any slice gives the rows the whole frame gives
+        assert repaired(drop.iloc[i : i + 5]).equals(out.iloc[i : i + 5])
+
+
+def test_rules_analyst_asks_for_no_dependency_work_on_a_clean_drop():
+    drop = hospitals()
+    fixed = dependencies.repair(drop, dependencies.learn(drop))
+    proposal = RulesAnalyst().propose(AnalysisRequest(dataset="h", chunk_id="c0", step=1, chunk=fixed.head(5),
+                                                      reference=fixed))
+    assert proposal.function is None and proposal.status == "clean"
+
+
+def test_docstring_examples_hold():
+    import doctest
+
+    assert doctest.testmod(dependencies).failed == 0
