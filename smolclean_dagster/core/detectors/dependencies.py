@@ -313,6 +313,12 @@ def repair(frame: pd.DataFrame, learned: Dependencies, *, rounds: int = 10) -> p
     A cell is repaired when every determinant that knows the row's key names the same value, and, unless
     sources voted, the new value fits the row's other columns better than the old one (an established
     key is not re-labelled by a coincidence) and contradicts none of them.
+
+    Example:
+        >>> df = pd.DataFrame({"zip": ["35233"] * 12 + ["99501"] * 12,
+        ...                    "city": ["birmingham"] * 11 + ["birminghxm"] + ["anchorage"] * 11 + [""]})
+        >>> repair(df, learn(df))["city"].iloc[[11, 23]].tolist()
+        ['birmingham', 'anchorage']
     """
     out = frame.copy()
     keys: dict[str, pd.Series] = {}
@@ -367,7 +373,14 @@ def _fits(out: pd.DataFrame, b: str, key, proposal: pd.Series, learned: Dependen
 
 
 def detect(rows: pd.DataFrame, learned: Dependencies) -> list[Finding]:
-    """One finding per column of `rows` with cells that `repair` would change, in column order."""
+    """One finding per column of `rows` with cells that `repair` would change, in column order.
+
+    Example:
+        >>> df = pd.DataFrame({"zip": ["35233"] * 12 + ["99501"] * 12,
+        ...                    "city": ["birmingham"] * 11 + ["birminghxm"] + ["anchorage"] * 12})
+        >>> [(f.column, f.count) for f in detect(df, learn(df))]
+        [('city', 1)]
+    """
     if not learned or rows.empty:
         return []
     fixed = repair(rows, learned)
