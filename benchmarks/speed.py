@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
 import csv
 import datetime as dt
+import json
 import logging
 import os
 import re
@@ -42,7 +42,7 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))  # the scripted OpenAI-compatible server of the tests
-from common import describe_machine, machine_info, quiet_logs, table, write_results  # noqa: E402
+from common import RESULTS_DIR, describe_machine, machine_info, quiet_logs, table, write_results  # noqa: E402
 
 TARGETS = {
     "apply_vs_record": 10.0,  # smolclean rows/s at least this many times record-at-a-time's
@@ -362,11 +362,17 @@ def bench_waves(work: Path, delay_s: float, chunks: int) -> dict:
         with ScriptedLLM(responder=lambda r: _reply(CLEAN_REPLY, r, delay_s)) as llm:
             settings = llm_settings("sixteen", work / f"waves_{concurrency}", llm.api_base, concurrency=concurrency,
                                     chunk_budget=chunks, planning_interval=chunks, max_steps=2)
-            started = time.perf_counter()
+            started, clock = time.perf_counter(), time.monotonic()
             outcome = learn(settings, drop, log_level="ERROR")
             seconds = time.perf_counter() - started
-            out["runs"][str(concurrency)] = {"seconds": round(seconds, 1), "chunks": outcome.chunks,
-                                             "calls": len(llm.requests)}
+            calls = sorted(r.at - clock for r in llm.requests)
+            out["runs"][str(concurrency)] = {
+                "seconds": round(seconds, 1), "chunks": outcome.chunks, "calls": len(llm.requests),
+                # where the time goes: before the first call (reading, planning, starting workers), the calls
+                # themselves, and after the last (validation, export, cleaning the drop)
+                "first_call_at_s": round(calls[0], 1) if calls else None,
+                "last_call_done_at_s": round(calls[-1] + delay_s, 1) if calls else None,
+            }
     out["speedup"] = round(out["runs"]["1"]["seconds"] / out["runs"]["4"]["seconds"], 2)
     out["ideal_speedup"] = 4.0
     return out
@@ -428,9 +434,10 @@ def report(results: dict) -> str:
                      f"{TARGETS['apply_vs_in_process']:g}x); same output as in-process: {a['same_output_as_in_process']}")
     if "waves" in results:
         w = results["waves"]
-        rows = [[c, r["chunks"], r["calls"], r["seconds"]] for c, r in w["runs"].items()]
+        rows = [[c, r["chunks"], r["calls"], r["first_call_at_s"], r["last_call_done_at_s"], r["seconds"]]
+                for c, r in w["runs"].items()]
         parts.append(f"2. learning, {w['chunks']} chunks, model answers after {w['server_delay_s']:g} s\n"
-                     + table(["concurrency", "chunks", "LLM calls", "seconds"], rows)
+                     + table(["concurrency", "chunks", "LLM calls", "first call at s", "last call done at s", "total s"], rows)
                      + f"\nspeedup: {w['speedup']}x (target >= {TARGETS['waves_speedup']:g}x)")
     if "calls" in results:
         c = results["calls"]
@@ -463,18 +470,23 @@ def main(argv: list[str] | None = None) -> int:
     results: dict = {"machine": machine_info(), "targets": TARGETS}
     with tempfile.TemporaryDirectory(prefix="smolclean-speed-") as tmp:
         work = Path(tmp)
-        with contextlib.ExitStack():
-            if "apply" in parts:
-                (work / "apply").mkdir()
-                results["apply"] = bench_apply(args.rows, args.workers, work / "apply")
-            if "waves" in parts:
-                (work / "waves").mkdir()
-                results["waves"] = bench_waves(work / "waves", args.delay, args.chunks)
-            if "calls" in parts:
-                (work / "calls").mkdir()
-                results["calls"] = bench_calls(work / "calls", args.calls_rows)
-            if "load" in parts:
-                results["load"] = bench_load(work)
+        if "apply" in parts:
+            (work / "apply").mkdir()
+            results["apply"] = bench_apply(args.rows, args.workers, work / "apply")
+        if "waves" in parts:
+            (work / "waves").mkdir()
+            results["waves"] = bench_waves(work / "waves", args.delay, args.chunks)
+        if "calls" in parts:
+            (work / "calls").mkdir()
+            results["calls"] = bench_calls(work / "calls", args.calls_rows)
+        if "load" in parts:
+            results["load"] = bench_load(work)
+    for part in parts:  # each part says when and under what load it ran: a partial re-run keeps the others
+        results[part]["measured"] = {"date": results["machine"]["date"],
+                                     "load_average_1min": results["machine"]["load_average_1min"]}
+    previous = RESULTS_DIR / "speed.json"
+    if args.only and previous.exists():
+        results = {**json.loads(previous.read_text(encoding="utf-8")), **results}
     print()
     print(report(results))
     if not args.no_write:
