@@ -376,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         payload = {
             "machine": machine,
             "settings": {"analyst": "rules", **shown},
-            "data": str(args.data),
+            "data": _shown_path(args.data),
             "datasets": {
                 r.dataset: {
                     "rows": r.rows, "columns": r.columns, "seconds": r.seconds, "functions": r.functions,
@@ -393,5 +393,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _shown_path(path: Path) -> str:
+    """The data folder as written in results: relative to the repository when it is beside it."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        return str(Path("..") / Path(path).resolve().relative_to(root.parent))
+    except ValueError:
+        return Path(path).name
+
+
 if __name__ == "__main__":
     sys.exit(main())
+
