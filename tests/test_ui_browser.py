@@ -1,0 +1,160 @@
+"""The Dagster UI as the trace viewer, checked as a person would: headless Chromium (Debian's) driven by
+Playwright opens the asset graph, a chunk partition's trace and the exported module's page after a
+`smolclean learn`, and what the metadata promises must be on screen. Screenshots land in the test's tmp folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from local_servers import free_port
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+SMOLCLEAN = [sys.executable, "-m", "smolclean_dagster.cli"]
+#: Chromium as root in a closed network: no sandbox, no GPU, no calls home.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
+                 "--disable-background-networking", "--disable-component-update", "--disable-dev-shm-usage"]
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium; .ci/run does)")
+
+
+def _graphql(port: int, query: str) -> dict:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/graphql", data=json.dumps({"query": query}).encode(),
+                                 headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=20) as resp:
+        return json.loads(resp.read())
+
+
+@pytest.fixture
+def ui(tmp_path: Path, messy_csv: Path):
+    """`smolclean learn` on a small messy CSV, then `smolclean ui` on its workdir (own process group)."""
+    workdir = tmp_path / "work"
+    proc = subprocess.run([*SMOLCLEAN, "learn", str(messy_csv), "--name", "people", "--workdir", str(workdir),
+                           "--chunk-size", "10", "--chunk-budget", "2"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    port = free_port()
+    log = (tmp_path / "ui.log").open("w")
+    server = subprocess.Popen([*SMOLCLEAN, "ui", "--workdir", str(workdir), "--port", str(port)],
+                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 150
+        while True:  # up, and the code location loaded with our assets
+            try:
+                nodes = _graphql(port, "{ assetNodes { assetKey { path } } }").get("data", {}).get("assetNodes") or []
+                if any(n["assetKey"]["path"] == ["people", "cleaning_module"] for n in nodes):
+                    break
+            except OSError:
+                pass
+            assert server.poll() is None, "smolclean ui exited: " + (tmp_path / "ui.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "the UI did not serve the assets within 150 s"
+            time.sleep(1)
+        # Without this the UI greets localhost visitors with a "join the community" modal over every page.
+        assert _graphql(port, "mutation { setNuxSeen }")["data"]["setNuxSeen"] is True
+        yield f"http://127.0.0.1:{port}", workdir
+    finally:
+        os.killpg(server.pid, signal.SIGINT)
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(10)
+        log.close()
+
+
+def _open_markdown(page, label: str) -> str:
+    """Open the [Show Markdown] dialog of metadata entry `label` and return what it renders."""
+    row = page.locator("tr").filter(has=page.locator("td", has_text=re.compile(rf"^\s*{label}\s*$"))).first
+    row.get_by_text("[Show Markdown]").click()
+    dialog = page.get_by_role("dialog")
+    dialog.wait_for(timeout=20_000)
+    page.wait_for_timeout(600)  # let the dialog's fade-in finish before a screenshot
+    # The dialog focuses its Close button, scrolling long markdown to the end: show the beginning.
+    page.evaluate("document.querySelectorAll('[role=dialog] *').forEach(e => { e.scrollTop = 0; })")
+    return dialog.inner_text()
+
+
+def _close_dialog(page) -> None:
+    page.keyboard.press("Escape")
+    page.get_by_role("dialog").wait_for(state="detached", timeout=10_000)
+
+
+def test_the_ui_shows_graph_traces_module_and_checks(ui, tmp_path: Path):
+    from playwright.sync_api import sync_playwright
+
+    base, workdir = ui
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    chunks = sorted(p.stem for p in (workdir / "storage" / "people" / "chunk_functions").glob("*.json"))
+    assert len(chunks) == 2
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=60_000)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            page.set_default_timeout(30_000)
+
+            # The asset graph: every stage of the dataset is a node.
+            page.goto(f"{base}/asset-groups", wait_until="networkidle")
+            page.get_by_text("Global asset lineage").wait_for()
+            page.get_by_text("cleaning_module").first.wait_for()
+            text = page.inner_text("body")
+            for asset in ("raw_data", "chunks", "chunk_issues", "chunk_functions", "registry", "validation",
+                          "cleaning_module", "cleaned_data"):
+                assert asset in text, asset
+            assert "Join the Dagster community" not in text
+            page.screenshot(path=shots / "1-asset-graph.png")
+
+            # A chunk partition: what the detectors found in it ...
+            chunk = chunks[-1]
+            page.goto(f"{base}/assets/people/chunk_issues?view=partitions&partition={chunk}", wait_until="networkidle")
+            page.get_by_text("case_variants").first.wait_for()  # short markdown renders inline
+            issues = page.inner_text("body")
+            assert "stray whitespace" in issues and "in a different case than usual" in issues
+            assert "'NEW YORK'" in issues or "'new york'" in issues
+            page.screenshot(path=shots / "2-chunk-issues.png")
+
+            # ... and its trace: each step's proposal, verdict and reason, and the code.
+            page.goto(f"{base}/assets/people/chunk_functions?view=partitions&partition={chunk}",
+                      wait_until="networkidle")
+            page.get_by_text(f"{chunk}").first.wait_for()
+            assert "accepted_functions" in page.inner_text("body")
+            page.screenshot(path=shots / "3-chunk-partition.png")
+            trace = _open_markdown(page, "trace")
+            page.screenshot(path=shots / "4-chunk-trace.png")
+            assert f"Chunk {chunk} of people.csv" in trace
+            assert "verdict" in trace and "reason" in trace and "no rows lost" in trace
+            assert re.search(r"Step 1: \w+ \(accepted\)", trace)  # each proposal's code under its verdict
+            assert "def " in trace and "(df: pd.DataFrame) -> pd.DataFrame" in trace
+            _close_dialog(page)
+
+            # The exported module: its code on the asset page ...
+            page.goto(f"{base}/assets/people/cleaning_module", wait_until="networkidle")
+            text = page.inner_text("body")
+            assert "clean_people.py" in text and "registry_version" in text
+            code = _open_markdown(page, "code")
+            page.screenshot(path=shots / "5-module-code.png")
+            assert "def clean(" in code and "FUNCTIONS" in code
+            _close_dialog(page)
+
+            # ... and the blocking checks that let it out, all passed.
+            page.goto(f"{base}/assets/people/validation?view=checks", wait_until="networkidle")
+            page.get_by_text("quality_not_worse").first.wait_for()
+            text = page.inner_text("body")
+            page.screenshot(path=shots / "6-validation-checks.png")
+            for check in ("module_compiles", "no_row_lost", "idempotent", "quality_not_worse"):
+                assert check in text, check
+            assert text.count("Succeeded") >= 4 and "blocking" in text
+        finally:
+            browser.close()
+
+    assert all(p.stat().st_size > 10_000 for p in shots.glob("*.png")) and len(list(shots.glob("*.png"))) == 6
