@@ -47,20 +47,23 @@ def learn_job_name(name: str) -> str:
     return f"{name}_learn_from_drop"
 
 
-def drop_jobs(s: DatasetSettings) -> list[dg.UnresolvedAssetJobDefinition]:
+def drop_jobs(s: DatasetSettings, *, deployment_executor: bool = False) -> list[dg.UnresolvedAssetJobDefinition]:
     """The two per-drop jobs of a dataset: clean a drop, and learn from a drop (launch it from the UI).
 
-    Each is one step, so it runs in the run's own process: no step subprocess to start (seconds per drop).
+    Each is one step, so by default it runs in the run's own process: no step subprocess to start (seconds
+    per drop). With a `deployment_executor` (Celery, Kubernetes) given to `build_defs`, they use that one,
+    so the cleaning of drops runs where the deployment's steps run.
     """
+    executor = None if deployment_executor else dg.in_process_executor
     return [
         dg.define_asset_job(
             clean_job_name(s.name), selection=dg.AssetSelection.assets(cleaned_key(s.name)),
-            executor_def=dg.in_process_executor,
+            executor_def=executor,
             description=f"Clean one drop of {s.name!r} with the current module (launched by the drop folder sensor).",
         ),
         dg.define_asset_job(
             learn_job_name(s.name), selection=dg.AssetSelection.assets(learning_key(s.name)),
-            executor_def=dg.in_process_executor,
+            executor_def=executor,
             description=f"Run the agent of {s.name!r} on one drop, re-export the module, and clean the drop again.",
         ),
     ]

@@ -56,7 +56,7 @@ def build_defs(
         assets += [*a, build_drop_learning(s)]
         checks += c
         # Operations: new drops cleaned by a sensor, stale ones by a schedule, dirty ones taught back.
-        ops_jobs = drop_jobs(s)
+        ops_jobs = drop_jobs(s, deployment_executor=executor is not None)
         jobs += ops_jobs
         sensors += build_sensors(s, ops_jobs)
         schedules.append(build_reclean_schedule(s, ops_jobs[0]))
