@@ -165,7 +165,8 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
         frames = [plan.visible_rows(store.load_frame("raw_data", plan.drop), limit=REFERENCE_ROWS)
                   for plan in store.models("chunks", ChunkPlan)]
         rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-        result = consolidate(current, rows, smolclean_sandbox.get(), rule_merger=RulesAnalyst().merge,
+        rules = RulesAnalyst()
+        result = consolidate(current, rows, smolclean_sandbox.get(), rule_merger=rules.merge, rule_key=rules.merge_key,
                              model_merger=_model_merger(smolclean_llm.analyst_for(s), s))
         if result.merged:
             # Chunks may have accepted more functions meanwhile: then this round is skipped, not forced.

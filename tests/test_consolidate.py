@@ -62,3 +62,33 @@ def test_a_merge_that_changes_the_output_is_refused_and_both_functions_stay(sand
     assert [e.function.name for e in result.registry.entries] == ["upper_city", "strip_city"]
     assert result.registry.version == registry.version
     assert "changes the module's output" in result.merges[0].reason
+
+
+def test_whitespace_fixes_from_two_chunks_on_different_columns_become_one_function(sandbox):
+    rows = pd.DataFrame({"name": [" Ann", "Bo  Li", "Cy"], "city": ["Rome ", "Oslo", " Lima"],
+                         "plan": ["gold", " basic ", "pro"]}, dtype=object)
+    first = _rules_function(rows[["name", "city"]].copy(), ())
+    second = _rules_function(rows[["city", "plan"]].copy(), (first.name,))
+    assert (first.name, second.name) == ("strip_whitespace_name_city", "strip_whitespace_city_plan")
+    registry = _registry(first, second)
+    before = sandbox.run(render_module(registry), rows, entry="clean", module=True)
+
+    rules = RulesAnalyst()
+    result = consolidate(registry, rows, sandbox, rule_merger=rules.merge, rule_key=rules.merge_key)
+
+    (entry,) = result.registry.entries
+    assert entry.function.name == "strip_whitespace_name_city_plan"
+    assert entry.function.columns == ("name", "city", "plan")
+    assert entry.merged_from == ("strip_whitespace_name_city", "strip_whitespace_city_plan")
+    after = sandbox.run(render_module(result.registry), rows, entry="clean", module=True)
+    assert after.equals(before) and after["plan"].tolist() == ["gold", "basic", "pro"]
+    # Without the rules analyst's grouping, functions on different columns are never tried together.
+    assert not consolidate(registry, rows, sandbox, rule_merger=rules.merge).merged
+
+
+def test_case_fixes_on_different_columns_stay_apart(sandbox):
+    """Case mappings are learned per column: the rules analyst never merges them across columns."""
+    rules = RulesAnalyst()
+    a = _rules_function(pd.DataFrame({"city": ["Rome", "Rome", "ROME"]}, dtype=object), ())
+    b = _rules_function(pd.DataFrame({"country": ["Peru", "Peru", "PERU"]}, dtype=object), (a.name,))
+    assert rules.merge_key(a) != rules.merge_key(b) and rules.merge([a, b]) is None

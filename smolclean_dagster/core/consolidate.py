@@ -22,6 +22,13 @@ log = logging.getLogger("smolclean.consolidate")
 
 #: Merges several functions into one, or says None; the result is checked before it is kept.
 Merger = Callable[[list[CleaningFunction]], CleaningFunction | None]
+#: What rule-made functions must share to be tried as one group (None: never merged).
+MergeKey = Callable[[CleaningFunction], "tuple | None"]
+
+
+def same_rule_and_columns(function: CleaningFunction) -> tuple | None:
+    """The default grouping of rule-made functions: one template on the same columns."""
+    return None if function.rule is None else ("rule", function.rule.template, function.columns)
 
 
 @dataclass(frozen=True)
@@ -45,14 +52,17 @@ class Consolidation:
         return tuple(m for m in self.merges if m.into)
 
 
-def candidate_groups(registry: Registry, *, by_columns: bool) -> list[list[int]]:
-    """Positions of entries that may do the same job: made by one rule on the same columns, and (with
-    `by_columns`, for LLM-written functions) any functions touching exactly the same columns."""
+def candidate_groups(registry: Registry, *, by_columns: bool, rule_key: MergeKey = same_rule_and_columns) -> list[list[int]]:
+    """Positions of entries that may do the same job: made by one rule with the same `rule_key` (by default
+    on the same columns), and (with `by_columns`, for LLM-written functions) any functions touching exactly
+    the same columns."""
     groups: dict[tuple, list[int]] = {}
     for i, entry in enumerate(registry.entries):
         fn = entry.function
         if fn.rule is not None:
-            key: tuple = ("rule", fn.rule.template, fn.columns)
+            key = rule_key(fn)
+            if key is None:
+                continue
         elif by_columns and fn.columns:
             key = ("columns", tuple(sorted(fn.columns)))
         else:
@@ -68,12 +78,17 @@ def consolidate(
     *,
     rule_merger: Merger | None,
     model_merger: Merger | None = None,
+    rule_key: MergeKey = same_rule_and_columns,
     timeout_s: float = 60.0,
 ) -> Consolidation:
     """Merge redundant functions of `registry`, checking each merge on `rows` (drop rows, never held out).
 
+    `rule_key` groups rule-made functions for `rule_merger` (the rules analyst's `merge_key` also groups
+    functions of one column-wise rule made on different columns).
+
     Example:
-        >>> result = consolidate(registry, rows, sandbox, rule_merger=RulesAnalyst().merge)   # doctest: +SKIP
+        >>> rules = RulesAnalyst()
+        >>> result = consolidate(registry, rows, sandbox, rule_merger=rules.merge, rule_key=rules.merge_key)  # doctest: +SKIP
         >>> [(m.into, m.names) for m in result.merged]                                           # doctest: +SKIP
         [('unify_case_city', ('unify_case_city', 'unify_case_city_2'))]
     """
@@ -83,7 +98,7 @@ def consolidate(
     current = registry
     baseline: pd.DataFrame | None = None
     while True:
-        groups = candidate_groups(current, by_columns=model_merger is not None)
+        groups = candidate_groups(current, by_columns=model_merger is not None, rule_key=rule_key)
         tried = {m.names for m in merges}
         group = next((g for g in groups if tuple(current.entries[i].function.name for i in g) not in tried), None)
         if group is None:
@@ -94,6 +109,10 @@ def consolidate(
         merged = merger([e.function for e in entries]) if merger else None
         if merged is None:
             merges.append(Merge(None, names, "cannot be merged"))
+            continue
+        others = {e.function.name for i, e in enumerate(current.entries) if i not in group}
+        if merged.name in others:
+            merges.append(Merge(None, names, f"the merged name {merged.name!r} is another function's"))
             continue
         candidate = _replace(current, group, merged)
         try:

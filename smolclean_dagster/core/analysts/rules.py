@@ -62,7 +62,9 @@ class Rule:
     """How findings of one kind become a function: a template, a name prefix and the template context.
 
     A rule that `spans_columns` fixes every column with its finding in one function (the fix is the same
-    everywhere), and falls back to one function per column when that one is rejected.
+    everywhere), and falls back to one function per column when that one is rejected. A rule whose fix of
+    one column never looks at another (`columns_independent`) may also merge functions made on different
+    columns into one over all of them.
     """
 
     kind: str
@@ -70,6 +72,7 @@ class Rule:
     prefix: str
     context: ContextBuilder
     spans_columns: bool = False
+    columns_independent: bool = False
 
 
 def _whitespace(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
@@ -161,8 +164,10 @@ def _dependencies(found: list[Finding], refined: list[Finding | None], columns: 
 RULES = {
     rule.kind: rule
     for rule in (
-        Rule(whitespace.KIND, "strip_whitespace.py.j2", "strip_whitespace", _whitespace, spans_columns=True),
-        Rule(null_tokens.KIND, "replace_null_tokens.py.j2", "replace_null_tokens", _null_tokens, spans_columns=True),
+        Rule(whitespace.KIND, "strip_whitespace.py.j2", "strip_whitespace", _whitespace, spans_columns=True,
+             columns_independent=True),
+        Rule(null_tokens.KIND, "replace_null_tokens.py.j2", "replace_null_tokens", _null_tokens, spans_columns=True,
+             columns_independent=True),
         Rule(broken_text.KIND, "remove_decoding_debris.py.j2", "remove_decoding_debris", _one_column),
         Rule(escaped_quotes.KIND, "unescape_quotes.py.j2", "unescape_quotes", _one_column),
         Rule(marker_suffixes.KIND, "strip_markers.py.j2", "strip_markers", _markers),
@@ -174,6 +179,7 @@ RULES = {
         Rule(dependencies.KIND, "repair_dependencies.py.j2", "repair_dependencies", _dependencies, spans_columns=True),
     )
 }
+RULES_BY_TEMPLATE = {rule.template: rule for rule in RULES.values()}
 #: Findings the analyst makes itself over the whole drop (the loop's detectors read one chunk), fixed last:
 #: by then the values the dependencies are learned from are as clean as the other rules make them.
 DROP_KINDS = (dependencies.KIND,)
@@ -241,18 +247,32 @@ class RulesAnalyst:
         code = self._templates.get_template(template).render(name=name, **context)
         return CleaningFunction.from_code(code, columns=columns, rule=RuleSpec(template=template, context=context))
 
+    @staticmethod
+    def merge_key(function: CleaningFunction) -> tuple | None:
+        """What functions must share to be merged: the rule, and the columns unless the rule fixes each
+        column on its own (then stray whitespace in `name, city` and in `city, plan` is one job)."""
+        spec = function.rule
+        if spec is None:
+            return None
+        rule = RULES_BY_TEMPLATE.get(spec.template)
+        if rule is not None and rule.columns_independent:
+            return ("rule", spec.template)
+        return ("rule", spec.template, function.columns)
+
     def merge(self, functions: list[CleaningFunction]) -> CleaningFunction | None:
-        """One function doing the job of several made by the same rule on the same columns (their constants
-        merged, e.g. two mapping tables into one), or None when they cannot be merged safely.
+        """One function doing the job of several with the same `merge_key` (their constants merged, e.g. two
+        mapping tables into one, or two column lists), or None when they cannot be merged safely.
 
         Example:
             >>> RulesAnalyst().merge([unify_case_city, unify_case_city_2]).name   # doctest: +SKIP
             'unify_case_city'
+            >>> RulesAnalyst().merge([strip_whitespace_name_city, strip_whitespace_city_plan]).name  # doctest: +SKIP
+            'strip_whitespace_name_city_plan'
         """
         specs = [f.rule for f in functions]
         if len(functions) < 2 or any(s is None for s in specs):
             return None
-        if len({s.template for s in specs}) != 1 or len({f.columns for f in functions}) != 1:
+        if len({self.merge_key(f) for f in functions}) != 1:
             return None
         try:
             context = specs[0].context
@@ -260,7 +280,11 @@ class RulesAnalyst:
                 context = _merge_context(context, spec.context)
         except ValueError:
             return None
-        return self._render(specs[0].template, context, functions[0].name, list(functions[0].columns))
+        columns = list(dict.fromkeys(c for f in functions for c in f.columns))
+        name = functions[0].name
+        if columns != list(functions[0].columns):  # named after what it now fixes
+            name = _columns_name(RULES_BY_TEMPLATE[specs[0].template].prefix, columns)
+        return self._render(specs[0].template, context, name, columns)
 
     def _refine(self, finding: Finding, request: AnalysisRequest) -> Finding | None:
         """The same detector over the chunk plus the reference rows: whole-drop evidence, when there is some."""
@@ -316,10 +340,14 @@ def _candidates(findings: list[Finding]) -> Iterator[tuple[Rule, list[Finding]]]
 
 
 def _base_name(rule: Rule, found: list[Finding]) -> str:
+    return _columns_name(rule.prefix, [f.column for f in found])
+
+
+def _columns_name(prefix: str, columns: list[str]) -> str:
     """`<prefix>_<column>[_<column>...]` for up to three columns, else `<prefix>_in_<n>_columns`."""
-    if len(found) > MAX_NAMED_COLUMNS:
-        return f"{rule.prefix}_in_{len(found)}_columns"
-    return "_".join([rule.prefix, *(_identifier(f.column) for f in found)])
+    if len(columns) > MAX_NAMED_COLUMNS:
+        return f"{prefix}_in_{len(columns)}_columns"
+    return "_".join([prefix, *(_identifier(c) for c in columns)])
 
 
 def _identifier(column: str) -> str:
