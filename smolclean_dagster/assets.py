@@ -12,12 +12,14 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from .checks import cleaned_check_results, cleaned_check_specs
+from .core.analysts.base import Usage
 from .core.analysts.rules import RulesAnalyst
 from .core.apply import apply_module, read_module_version
 from .core.consolidate import consolidate
 from .core.drops import drop_key, read_drop
 from .core.errors import DropReadError, SmolcleanError
 from .core.export import module_filename, write_module
+from .core.functions import CleaningFunction
 from .core.loop import ChunkWork, LoopSettings, clean_with, run_chunk
 from .core.plan import ChunkPlan, plan_chunks
 from .core.profile import Finding, detect_issues
@@ -166,8 +168,9 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
                   for plan in store.models("chunks", ChunkPlan)]
         rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         rules = RulesAnalyst()
+        model_merger = _ModelMerger.for_analyst(smolclean_llm.analyst_for(s), s)
         result = consolidate(current, rows, smolclean_sandbox.get(), rule_merger=rules.merge, rule_key=rules.merge_key,
-                             model_merger=_model_merger(smolclean_llm.analyst_for(s), s))
+                             model_merger=model_merger)
         if result.merged:
             # Chunks may have accepted more functions meanwhile: then this round is skipped, not forced.
             published = store.registry.update(lambda reg: result.registry if reg.version == current.version else reg)
@@ -177,7 +180,8 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
             previous = store.load_model("registry", Registry)
         except SmolcleanError:
             previous = None
-        context.add_output_metadata({**registry_metadata(published, previous), **consolidation_metadata(result)})
+        usage = model_merger.usage if model_merger is not None else None
+        context.add_output_metadata({**registry_metadata(published, previous), **consolidation_metadata(result, usage)})
         return published
 
     @dg.asset(key=key("validation"), io_manager_key=records, group_name=name,
@@ -291,12 +295,22 @@ def _make_check(validation_key: dg.AssetKey, check_name: str, description: str) 
     return _check
 
 
-def _model_merger(analyst, s: DatasetSettings):
-    """The LLM's merge for functions it wrote, when the dataset has a model; None for the rules analyst."""
-    llm = getattr(analyst, "llm", analyst)
-    if not hasattr(llm, "merge"):
-        return None
-    return lambda functions: llm.merge(s.name, functions, s.instructions).function
+class _ModelMerger:
+    """The LLM's merge for functions it wrote, adding up what its calls cost."""
+
+    def __init__(self, llm, s: DatasetSettings) -> None:
+        self.llm, self.settings, self.usage = llm, s, Usage()
+
+    @classmethod
+    def for_analyst(cls, analyst, s: DatasetSettings) -> "_ModelMerger | None":
+        """One when the dataset's analyst has a model; None for the rules analyst."""
+        llm = getattr(analyst, "llm", analyst)
+        return cls(llm, s) if hasattr(llm, "merge") else None
+
+    def __call__(self, functions: list[CleaningFunction]) -> CleaningFunction | None:
+        proposal = self.llm.merge(self.settings.name, functions, self.settings.instructions)
+        self.usage = self.usage.plus(proposal.usage)
+        return proposal.function
 
 
 def _loop_settings(s: DatasetSettings) -> LoopSettings:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
+from .core.analysts.base import Usage
 from .core.consolidate import Consolidation
 from .core.plan import ChunkPlan
 from .core.profile import Finding
@@ -74,13 +75,7 @@ def trace_metadata(trace: ChunkTrace) -> dict[str, dg.MetadataValue]:
         "rejected": dg.MetadataValue.int(rejected),
         "accepted_functions": dg.MetadataValue.text(", ".join(trace.accepted) or "none"),
         "finish_reason": dg.MetadataValue.text(final.reason if final else "unfinished"),
-        "llm_calls": dg.MetadataValue.int(usage.calls),
-        "llm_cached_calls": dg.MetadataValue.int(usage.cached_calls),
-        "llm_attempts": dg.MetadataValue.int(usage.attempts),
-        "prompt_tokens": dg.MetadataValue.int(usage.prompt_tokens),
-        "completion_tokens": dg.MetadataValue.int(usage.completion_tokens),
-        "llm_cost_usd": dg.MetadataValue.float(round(usage.cost_usd, 6)),
-        "llm_latency_s": dg.MetadataValue.float(round(usage.latency_s, 3)),
+        **usage_metadata(usage),
         **(
             {"transcripts": dg.MetadataValue.md("\n".join(f"- step {s.step}: `{s.transcript}`" for s in trace.steps
                                                         if isinstance(s, ProposalStep) and s.transcript))}
@@ -132,14 +127,30 @@ def registry_metadata(registry: Registry, previous: Registry | None) -> dict[str
     }
 
 
-def consolidation_metadata(result: Consolidation) -> dict[str, dg.MetadataValue]:
-    """What consolidation merged, and what it tried and left apart (with the reason)."""
+def usage_metadata(usage: Usage) -> dict[str, dg.MetadataValue]:
+    """What the LLM calls of a step cost: calls (and those answered from the cache), HTTP attempts, tokens."""
+    return {
+        "llm_calls": dg.MetadataValue.int(usage.calls),
+        "llm_cached_calls": dg.MetadataValue.int(usage.cached_calls),
+        "llm_attempts": dg.MetadataValue.int(usage.attempts),
+        "prompt_tokens": dg.MetadataValue.int(usage.prompt_tokens),
+        "completion_tokens": dg.MetadataValue.int(usage.completion_tokens),
+        "llm_cost_usd": dg.MetadataValue.float(round(usage.cost_usd, 6)),
+        "llm_latency_s": dg.MetadataValue.float(round(usage.latency_s, 3)),
+    }
+
+
+def consolidation_metadata(result: Consolidation, usage: Usage | None = None) -> dict[str, dg.MetadataValue]:
+    """What consolidation merged, what it tried and left apart (with the reason), and, when it asked the
+    model to merge functions, what those calls cost."""
+    out = usage_metadata(usage) if usage is not None else {}
     if not result.merges:
-        return {"merged": dg.MetadataValue.int(0)}
+        return {"merged": dg.MetadataValue.int(0), **out}
     rows = ["| functions | merged into | why |", "|---|---|---|"]
     rows += [f"| {', '.join(f'`{n}`' for n in m.names)} | {f'`{m.into}`' if m.into else '—'} | {_cell(m.reason)} |"
              for m in result.merges]
-    return {"merged": dg.MetadataValue.int(len(result.merged)), "consolidation": dg.MetadataValue.md("\n".join(rows))}
+    return {"merged": dg.MetadataValue.int(len(result.merged)), "consolidation": dg.MetadataValue.md("\n".join(rows)),
+            **out}
 
 
 def validation_metadata(report: ValidationReport) -> dict[str, dg.MetadataValue]:

@@ -210,7 +210,8 @@ def test_a_learning_run_with_30_percent_of_llm_calls_failing_completes_and_keeps
         store = DatasetStore(settings.storage_dir, settings.name)
         faults = FaultyModel(store.registry, share=0.3, seed=8, max_attempts=max_attempts, timeout_s=timeout_s)
         llm.responder = faults
-        outcome = learn(settings, messy_csv, dg.DagsterInstance.ephemeral())
+        instance = dg.DagsterInstance.ephemeral()
+        outcome = learn(settings, messy_csv, instance)
         requests = list(llm.requests)
 
     # The run completed with a valid module holding every fix the model gave.
@@ -234,14 +235,19 @@ def test_a_learning_run_with_30_percent_of_llm_calls_failing_completes_and_keeps
     for kind, before in faults.injected:
         assert set(before) <= set(final), (kind, before, final)
 
-    # Retries stay within their budget, and every attempt the server saw is counted in the chunk traces.
+    # Retries stay within their budget, and every attempt the server saw is counted: the chunks' in their
+    # traces, consolidation's (asking the model to merge functions it wrote) in the registry's metadata.
     attempts = calls_of(requests)
     assert max(attempts) <= max_attempts and max(attempts) > 1, attempts
-    # (Consolidation may ask the model to merge the two `spend` fixes; those calls are not a chunk's.)
     merging = [r for r in requests if "Merge them into ONE function" in r.prompt]
     usage = [t.usage for t in store.models("chunk_functions", ChunkTrace)]
     assert sum(u.attempts for u in usage) == len(requests) - len(merging)
     assert sum(u.calls for u in usage) == len(calls_of([r for r in requests if r not in merging]))
+    registry_runs = [r.asset_materialization.metadata for r in instance.fetch_materializations(
+        dg.AssetKey(["people", "registry"]), limit=100).records]
+    assert merging, "the model was never asked to merge: consolidation's accounting is not exercised"
+    assert sum(m["llm_attempts"].value for m in registry_runs) == len(merging)
+    assert sum(m["llm_calls"].value for m in registry_runs) == len(calls_of(merging))
 
 
 # ---- every kind of fault, one by one, in the agent loop (no Dagster: fast and exact)

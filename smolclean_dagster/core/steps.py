@@ -77,5 +77,5 @@ class ChunkTrace(BaseModel):
         total = Usage()
         for s in self.steps:
             if isinstance(s, ProposalStep):
-                total = Usage(**{k: getattr(total, k) + getattr(s.usage, k) for k in Usage.model_fields})
+                total = total.plus(s.usage)
         return total

@@ -64,6 +64,10 @@ class Usage(BaseModel):
     cost_usd: float = 0.0
     latency_s: float = 0.0
 
+    def plus(self, other: Usage) -> Usage:
+        """Both usages together (counts, tokens, cost and time added)."""
+        return Usage(**{k: getattr(self, k) + getattr(other, k) for k in Usage.model_fields})
+
 
 class Proposal(BaseModel):
     """The analyst's answer for one step: the issues it sees, at most one new function, and a status."""
