@@ -115,8 +115,12 @@ def build_residual_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinition
     def learn_on_residual(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         busy = learning_in_progress(context.instance, name)
         if busy:
-            return dg.SensorResult(skip_reason=f"learning run {busy} is still going; waiting for it to finish",
-                                   cursor=context.cursor)
+            return dg.SensorResult(
+                skip_reason=f"learning run {busy} is still going; waiting for it to finish (if its process was "
+                "killed, the run stays 'started': terminate it in the UI (Runs, the run, Terminate, with force "
+                "termination) and learning resumes)",
+                cursor=context.cursor,
+            )
         after = int(context.cursor or 0)
         version = current_module_version(s)
         runs: list[dg.RunRequest] = []
