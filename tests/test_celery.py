@@ -145,3 +145,17 @@ def test_the_learning_flow_runs_its_steps_on_two_celery_workers(celery_env, mess
     module = settings.module_dir / "clean_people.py"
     assert module.exists() and "def clean(" in module.read_text(encoding="utf-8")
     assert len(pd.read_parquet(settings.cleaned_path("people.csv"))) == 60
+
+
+def test_every_job_of_the_celery_code_location_uses_the_celery_executor(tmp_path, monkeypatch):
+    """The sensor-launched cleaning and learning runs go to the workers too, not just the asset runs."""
+    import runpy
+
+    save_settings(DatasetSettings(name="people", workdir=tmp_path / "work"))
+    monkeypatch.setenv("SMOLCLEAN_WORKDIR", str(tmp_path / "work"))
+    monkeypatch.setenv("SMOLCLEAN_CELERY_BROKER", "redis://127.0.0.1:9/0")
+    monkeypatch.setenv("SMOLCLEAN_CELERY_BACKEND", "redis://127.0.0.1:9/1")
+    defs = runpy.run_path(str(DEPLOY / "definitions.py"))["defs"]
+    jobs = {job.name: job.executor_def.name for job in defs.resolve_all_job_defs()}
+    assert {"people_clean_drop", "people_learn_from_drop"} <= set(jobs)
+    assert set(jobs.values()) == {"celery"}, jobs
