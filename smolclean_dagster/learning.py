@@ -7,15 +7,24 @@ or by sensors. Each chunk is its own run, so every chunk partition carries its o
 from __future__ import annotations
 
 import logging
-import shutil
 import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
+import multiprocessing.forkserver
+import multiprocessing.util
+import os
+import shutil
+import signal
+import threading
+from collections.abc import Mapping
+from concurrent.futures import Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from .assets import build_dataset_assets
+from .assets import LLM_POOL, build_dataset_assets
 from .core.drops import drop_format, drop_key
 from .core.errors import SmolcleanError
 from .core.export import module_filename
@@ -25,6 +34,9 @@ from .core.storage import DatasetStore
 from .factory import build_defs
 from .partitions import drops_partitions
 from .settings import DatasetSettings, save_settings
+
+if TYPE_CHECKING:
+    from dagster._core.instance.ref import InstanceRef
 
 log = logging.getLogger("smolclean.learning")
 
@@ -90,6 +102,8 @@ def learn(
     Example:
         >>> learn(DatasetSettings(name="customers", workdir="work"), Path("customers.csv"))  # doctest: +SKIP
     """
+    if settings.concurrency > 1 and min(settings.planning_interval, settings.chunk_budget) > 1:
+        _warm_up_workers(settings)
     instance = instance or workdir_instance(settings.workdir)
     save_settings(settings)
     path = place_drop(settings, source)
@@ -108,35 +122,42 @@ def learn(
             run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
         )
 
-    _ok(run(["raw_data"], key), f"reading drop {path}")
     store = DatasetStore(settings.storage_dir, settings.name)
+
+    def run_chunk(cid: str) -> None:
+        _ok(run(["chunk_issues", "chunk_functions"], cid), f"chunk {cid}")
 
     def finish_wave(plan: ChunkPlan) -> list[str]:
         """Run the chosen chunks that have no stored trace yet (finished chunks are never redone)."""
         pending = [c for c in plan.selected if not store.path("chunk_functions", c, "json").exists()]
         if pending:
             log.info("wave %d: %d chunk(s), %d at a time", plan.waves, len(pending), settings.concurrency)
-            _run_wave(pending, lambda cid: _ok(run(["chunk_issues", "chunk_functions"], cid), f"chunk {cid}"),
-                      settings.concurrency, settings, instance, log_level)
+            if settings.concurrency <= 1 or len(pending) == 1:
+                for cid in pending:
+                    run_chunk(cid)
+            else:
+                pool.run(pending)
         return pending
 
-    # An interrupted run (killed, or a chunk that failed) left a wave unfinished: finish it and publish the
-    # registry before choosing more chunks, so the next wave is chosen from the same registry as in a run
-    # that was never interrupted, and the module comes out the same.
-    interrupted = _stored_plan(store, key)
-    if interrupted is not None and not interrupted.done:
-        finish_wave(interrupted)
-        _ok(run(["registry"], None), "publishing the registry")
-    chosen = -1
-    while True:
-        _ok(run(["chunks"], key), f"choosing chunks of {path}")
-        plan = store.load_model("chunks", ChunkPlan, key)
-        grew, chosen = len(plan.selected) > chosen, len(plan.selected)
-        pending = finish_wave(plan)
-        if pending:
+    with _ChunkPool(settings, instance, log_level) as pool:
+        _ok(run(["raw_data"], key), f"reading drop {path}")
+        # An interrupted run (killed, or a chunk that failed) left a wave unfinished: finish it and publish the
+        # registry before choosing more chunks, so the next wave is chosen from the same registry as in a run
+        # that was never interrupted, and the module comes out the same.
+        interrupted = _stored_plan(store, key)
+        if interrupted is not None and not interrupted.done:
+            finish_wave(interrupted)
             _ok(run(["registry"], None), "publishing the registry")
-        if plan.done or not (pending or grew):
-            break
+        chosen = -1
+        while True:
+            _ok(run(["chunks"], key), f"choosing chunks of {path}")
+            plan = store.load_model("chunks", ChunkPlan, key)
+            grew, chosen = len(plan.selected) > chosen, len(plan.selected)
+            pending = finish_wave(plan)
+            if pending:
+                _ok(run(["registry"], None), "publishing the registry")
+            if plan.done or not (pending or grew):
+                break
     result = run(["registry", "validation", "cleaning_module"], None)
     validation = store.load_model("validation", ValidationReport)
     if not validation.passed:
@@ -164,43 +185,201 @@ def _stored_plan(store: DatasetStore, key: str) -> ChunkPlan | None:
         return None
 
 
-def _run_wave(chunks: list[str], run_one, concurrency: int, settings: DatasetSettings, instance, log_level: str) -> None:
-    """Run the chunks of a wave, `concurrency` at a time.
+#: Run tag naming the worker process that ran a chunk, so the UI shows which chunks shared a process.
+WORKER_TAG = "smolclean/worker_pid"
+
+#: Dagster's storage layer, which opening the instance in a worker imports (seconds of CPU): whatever the
+#: instance's storage, its classes build on these packages.
+_DAGSTER_PRELOAD = ("dagster._core.storage.runs", "dagster._core.storage.event_log", "dagster._core.storage.schedules")
+
+#: Modules an LLM chunk imports on its first call beyond litellm itself (litellm loads its OpenAI client and
+#: HTTP stack lazily): preloaded in the fork server so that workers do not each import them again. A name
+#: a later litellm no longer has is skipped by the fork server, costing time, never correctness.
+_LLM_PRELOAD = ("litellm", "openai.resources.chat", "httpcore", "h11", "h2")
+
+#: Seconds an interrupted worker gets to end its chunk's run before it is killed.
+_STOP_GRACE_S = 10.0
+
+
+class _ChunkPool:
+    """The worker processes that run the chunks of parallel waves, for one `learn()` call.
 
     Dagster's in-process execution is not thread-safe (its log capture deadlocks across threads), so
-    parallel chunks run in spawned processes on the same instance; one at a time they run right here.
+    parallel chunks run in other processes on the same instance. A cold process costs far more than a
+    chunk's run: importing dagster, its storage and litellm takes seconds of CPU. So the workers are forked
+    from Python's fork server, which imports those modules once for all of them (it is single-threaded, so
+    forking it is safe where forking this process, with Dagster's threads, is not); the pool is started on
+    the first parallel wave, every later wave reuses its warm workers, and it is shut down when `learn()`
+    ends, also when it fails or is interrupted. The fork server itself stays for the life of this process
+    (as Python's multiprocessing keeps it), so a later `learn()` here starts its workers at once.
     """
-    if concurrency <= 1 or len(chunks) == 1:
+
+    def __init__(self, settings: DatasetSettings, instance: dg.DagsterInstance, log_level: str):
+        self.settings, self.instance, self.log_level = settings, instance, log_level
+        self._executor: ProcessPoolExecutor | None = None
+        self._futures: list[Future[str | None]] = []
+
+    def __enter__(self) -> _ChunkPool:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def run(self, chunks: list[str]) -> None:
+        """Run `chunks`, `settings.concurrency` at a time, each its own Dagster run on the instance.
+
+        Every chunk is waited for before a failure is raised, so the chunks that succeeded keep their
+        stored traces and a resumed run does not redo them.
+        """
+        executor = self._start()
+        self._futures = []
         for cid in chunks:
-            run_one(cid)
+            self._futures.append(executor.submit(_worker_chunk, cid))
+        wait(self._futures)
+        failures = []
+        for cid, future in zip(chunks, self._futures):
+            try:
+                error = future.result()
+            except BrokenProcessPool:
+                error = f"chunk {cid} failed: its worker process died (killed, out of memory or crashed)"
+            except Exception as exc:
+                error = f"chunk {cid} failed: {type(exc).__name__}: {exc}"
+            if error:
+                failures.append(error)
+        if failures:
+            raise SmolcleanError(failures[0])
+
+    def close(self) -> None:
+        """Stop the workers: at once when chunks are still running (interrupted), else once they are idle."""
+        executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        workers = list(executor._processes.values())
+        if all(f.done() for f in self._futures):
+            executor.shutdown(wait=True)
+            return
+        executor.shutdown(wait=False, cancel_futures=True)
+        for worker in workers:
+            if worker.is_alive() and worker.pid is not None:
+                os.kill(worker.pid, signal.SIGINT)  # Dagster records the chunk's run as failed, not left started
+        for worker in workers:
+            worker.join(_STOP_GRACE_S)
+            if worker.is_alive():
+                worker.kill()
+                worker.join()
+
+    def _start(self) -> ProcessPoolExecutor:
+        if self._executor is None:
+            _create_pool_limit(self.instance, LLM_POOL)
+            self._executor = ProcessPoolExecutor(
+                max_workers=self.settings.concurrency, mp_context=_worker_context(self.settings),
+                initializer=_start_worker,
+                initargs=(self.settings.model_dump_json(), self.instance.get_ref(), dict(os.environ), self.log_level),
+            )
+        return self._executor
+
+
+def _create_pool_limit(instance: dg.DagsterInstance, pool: str) -> None:
+    """Give `pool` its default limit now, as Dagster does when a step first claims a slot in it.
+
+    Dagster creates that row on first use; two runs doing it at the same moment on PostgreSQL make one of them
+    fail (the second insert aborts its transaction). The chunks of a wave start at the same moment, so the
+    row is created once, here, before they do.
+    """
+    storage = instance.event_log_storage
+    default = instance.get_concurrency_config().pool_config.default_pool_limit
+    if storage.supports_global_concurrency_limits and default is not None \
+            and pool not in {limit.name for limit in storage.get_pool_limits()}:
+        storage.initialize_concurrency_limit_to_default(pool)
+
+
+def _warm_up_workers(settings: DatasetSettings) -> None:
+    """Start the fork server now, so that its imports run while this process opens the instance, reads the drop
+    and plans the chunks, on another core, instead of only once the first parallel wave needs workers."""
+    if _worker_context(settings).get_start_method() == "forkserver":
+        multiprocessing.forkserver.ensure_running()
+
+
+def _worker_context(settings: DatasetSettings) -> multiprocessing.context.BaseContext:
+    """The fork server, preloading what every chunk's run imports, where the platform has one; else spawn.
+
+    The preload list counts only if the fork server is not running yet: one started by an earlier
+    `learn()` in this process keeps its own, and workers import whatever it lacks themselves.
+    """
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    preload = [__name__, *_DAGSTER_PRELOAD]
+    if settings.analyst_kind != "rules":
+        # As import_litellm does: litellm must not fetch its price map over the network when it is imported.
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        preload += _LLM_PRELOAD
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(preload)
+    return ctx
+
+
+@dataclass(frozen=True)
+class _Worker:
+    """What a worker process builds once and every chunk it runs reuses."""
+
+    settings: DatasetSettings
+    definitions: list[dg.AssetsDefinition | dg.AssetChecksDefinition]
+    resources: Mapping[str, object]
+    instance: dg.DagsterInstance
+    log_level: str
+
+
+#: In a worker process: what it built, or why it could not start (told with the first chunk it takes).
+_worker: _Worker | str | None = None
+
+
+def _start_worker(settings_json: str, instance_ref: InstanceRef, environ: dict[str, str], log_level: str) -> None:
+    """Pool initializer: build the assets and open the instance once for every chunk this process runs.
+
+    A forked worker has the environment the fork server started with; it takes this process's current one
+    instead, as a spawned process would (the instance's configuration may read variables set since).
+    """
+    global _worker
+    os.environ.clear()
+    os.environ.update(environ)
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent,), name="smolclean-orphan-watch", daemon=True).start()
+    try:
+        settings = DatasetSettings.model_validate_json(settings_json)
+        assets, checks = build_dataset_assets(settings)
+        instance = dg.DagsterInstance.from_ref(instance_ref)
+    except Exception as exc:  # a failing initializer would only break the pool, without saying why
+        _worker = f"{type(exc).__name__}: {exc}"
         return
-    ctx = multiprocessing.get_context("spawn")
-    payload = settings.model_dump_json()
-    with ProcessPoolExecutor(max_workers=min(concurrency, len(chunks)), mp_context=ctx) as pool:
-        futures = [pool.submit(_chunk_process, payload, instance.get_ref(), cid, log_level) for cid in chunks]
-        errors = [f.result() for f in futures]
-    failed = [e for e in errors if e]
-    if failed:
-        raise SmolcleanError(failed[0])
+    multiprocessing.util.Finalize(instance, instance.dispose, exitpriority=0)
+    _worker = _Worker(settings, [*assets, *checks], build_defs(settings).resources, instance, log_level)
 
 
-def _chunk_process(settings_json: str, instance_ref, cid: str, log_level: str) -> str | None:
+def _exit_with(parent: multiprocessing.process.BaseProcess) -> None:
+    """End this worker as soon as the `learn()` process is gone (killed): an orphan would wait for chunks for
+    ever, holding its instance and sandbox. Stored files stay whole, as when the whole run is killed."""
+    parent.join()
+    os._exit(1)
+
+
+def _worker_chunk(cid: str) -> str | None:
     """One chunk's run in a worker process; returns the error text instead of raising across processes."""
-    settings = DatasetSettings.model_validate_json(settings_json)
-    assets, checks = build_dataset_assets(settings)
-    with dg.DagsterInstance.from_ref(instance_ref) as instance:
-        result = dg.materialize(
-            [*assets, *checks],
-            selection=dg.AssetSelection.assets(
-                dg.AssetKey([settings.name, "chunk_issues"]), dg.AssetKey([settings.name, "chunk_functions"])
-            ),
-            partition_key=cid, instance=instance, resources=build_defs(settings).resources, raise_on_error=False,
-            run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
-        )
-        try:
-            _ok(result, f"chunk {cid}")
-        except SmolcleanError as exc:
-            return str(exc)
+    w = _worker
+    if not isinstance(w, _Worker):
+        return f"chunk {cid} failed: its worker process could not start: {w}"
+    name = w.settings.name
+    result = dg.materialize(
+        w.definitions,
+        selection=dg.AssetSelection.assets(dg.AssetKey([name, "chunk_issues"]), dg.AssetKey([name, "chunk_functions"])),
+        partition_key=cid, instance=w.instance, resources=w.resources, raise_on_error=False,
+        run_config={"loggers": {"console": {"config": {"log_level": w.log_level}}}},
+        tags={WORKER_TAG: str(os.getpid())},
+    )
+    try:
+        _ok(result, f"chunk {cid}")
+    except SmolcleanError as exc:
+        return str(exc)
     return None
 
 
