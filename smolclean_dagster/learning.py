@@ -99,6 +99,9 @@ def learn(
 ) -> LearnOutcome:
     """Learn (or extend) the dataset's cleaning module from one drop, and clean that drop with it.
 
+    With `concurrency` above 1, the chunks of a wave run in worker processes that import the caller's main
+    module, as any Python multiprocessing does: call `learn()` from a script under `if __name__ == "__main__":`.
+
     Example:
         >>> learn(DatasetSettings(name="customers", workdir="work"), Path("customers.csv"))  # doctest: +SKIP
     """
