@@ -12,6 +12,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -27,6 +28,20 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def stop_group(proc: subprocess.Popen, sig: int = signal.SIGINT, grace_s: float = 30) -> None:
+    """Stop a server started with `start_new_session=True` and everything it started: `sig` to its process
+    group (SIGINT stops `dagster dev`'s webserver, daemon and code servers; SIGTERM is Celery's warm
+    shutdown), then SIGKILL after `grace_s`."""
+    try:
+        os.killpg(proc.pid, sig)
+        proc.wait(grace_s)
+    except ProcessLookupError:
+        return
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
 
 
 def wait_for_port(port: int, timeout_s: float, proc: subprocess.Popen | None = None) -> None:

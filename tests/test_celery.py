@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from local_servers import redis_server
+from local_servers import redis_server, stop_group
 from smolclean_dagster import DatasetSettings
 from smolclean_dagster.settings import save_settings
 
@@ -63,21 +64,7 @@ def celery_env(tmp_path: Path):
             yield env, tmp_path, logs
         finally:
             for w in workers:
-                _stop_group(w)
-
-
-def _stop_group(proc: subprocess.Popen) -> None:
-    """Stop a worker and its pool processes: SIGTERM to its process group is Celery's warm shutdown."""
-    import signal
-
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(30)
-    except ProcessLookupError:
-        return
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+                stop_group(w, signal.SIGTERM)  # Celery's warm shutdown
 
 
 def _tail(logs: list[Path]) -> str:

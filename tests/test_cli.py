@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -14,6 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
+from local_servers import stop_group
 
 SMOLCLEAN = [sys.executable, "-m", "smolclean_dagster.cli"]
 
@@ -114,9 +114,4 @@ def test_ui_serves_the_asset_graph_and_each_chunk_trace(learned):
         assert len(traces) == len(mats)
         assert any("| accepted |" in t and "```python" in t for t in traces)
     finally:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        stop_group(proc)

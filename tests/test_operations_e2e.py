@@ -4,9 +4,7 @@ a CSV copied into the drop folder, and its cleaned Parquet appears on its own, w
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +15,8 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 import yaml
+
+from local_servers import stop_group
 
 SMOLCLEAN = [sys.executable, "-m", "smolclean_dagster.cli"]
 UI_START_S = 90
@@ -44,18 +44,6 @@ def _graphql(port: int, query: str) -> dict:
                                  headers={"content-type": "application/json"})
     with urllib.request.urlopen(req, timeout=20) as resp:
         return json.loads(resp.read())["data"]
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    # `dagster dev` stops its webserver, daemon and code servers on SIGINT to the whole group.
-    try:
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-    except ProcessLookupError:
-        pass
 
 
 def test_a_file_copied_into_the_drop_folder_is_cleaned_while_the_ui_runs(tmp_path):
@@ -120,5 +108,5 @@ def test_a_file_copied_into_the_drop_folder_is_cleaned_while_the_ui_runs(tmp_pat
         [mat] = asset["assetMaterializations"]
         assert {"output", "module_version", "residual_share"} <= {e["label"] for e in mat["metadataEntries"]}
     finally:
-        _stop(proc)
+        stop_group(proc)
         log.close()

@@ -5,10 +5,8 @@ Playwright opens the asset graph, a chunk partition's trace and the exported mod
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -17,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from local_servers import free_port
+from local_servers import free_port, stop_group
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SMOLCLEAN = [sys.executable, "-m", "smolclean_dagster.cli"]
@@ -62,12 +60,7 @@ def ui(tmp_path: Path, messy_csv: Path):
         assert _graphql(port, "mutation { setNuxSeen }")["data"]["setNuxSeen"] is True
         yield f"http://127.0.0.1:{port}", workdir
     finally:
-        os.killpg(server.pid, signal.SIGINT)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(10)
+        stop_group(server)
         log.close()
 
 
