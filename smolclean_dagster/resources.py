@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import dagster as dg
-from pydantic import PrivateAttr
 
-from .sandbox import Sandbox
+from .core.sandbox import Sandbox, shared_sandbox
 from .settings import DatasetSettings
 
 
@@ -19,18 +18,10 @@ class SandboxResource(dg.ConfigurableResource):
     require_strong: bool = False
     memory_mb: int = 2048
 
-    _sandbox: Sandbox | None = PrivateAttr(default=None)
-
     def get(self) -> Sandbox:
-        """The sandbox for this run (started on first use, closed at the end of the step)."""
-        if self._sandbox is None:
-            self._sandbox = Sandbox(require_strong=self.require_strong, memory_mb=self.memory_mb)
-        return self._sandbox
-
-    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
-        if self._sandbox is not None:
-            self._sandbox.close()
-            self._sandbox = None
+        """The sandbox of this process for this configuration (started on first use, closed when the process
+        exits): runs executed one after another in one process reuse its warm workers."""
+        return shared_sandbox(self.require_strong, self.memory_mb)
 
 
 class LLMResource(dg.ConfigurableResource):

@@ -17,7 +17,7 @@ from .errors import (
 from .gate import ALLOWED_IMPORTS, check_function, check_module
 from .level import SandboxLevel
 from .batch import BatchRunner
-from .pool import Sandbox, default_sandbox, run_function
+from .pool import Sandbox, default_sandbox, run_function, shared_sandbox
 
 __all__ = [
     "ALLOWED_IMPORTS",
@@ -34,4 +34,5 @@ __all__ = [
     "check_module",
     "default_sandbox",
     "run_function",
+    "shared_sandbox",
 ]

@@ -205,18 +205,29 @@ class Sandbox:
             raise SandboxError("this Sandbox is closed; create a new one")
 
 
-_default: Sandbox | None = None
-_default_lock = threading.Lock()
+_shared: dict[tuple[bool, int], Sandbox] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_sandbox(require_strong: bool = False, memory_mb: int = 2048) -> Sandbox:
+    """The process-wide Sandbox of this configuration, created on first use and closed at exit.
+
+    Everything in one process that runs generated code one call after another (the runs of `smolclean
+    learn`, the chunks of a wave's worker) shares its warm workers instead of starting new ones; every
+    call still runs in a fresh fork of a worker.
+    """
+    key = (require_strong, memory_mb)
+    with _shared_lock:
+        sandbox = _shared.get(key)
+        if sandbox is None or sandbox._closed:
+            sandbox = _shared[key] = Sandbox(require_strong=require_strong, memory_mb=memory_mb)
+            atexit.register(sandbox.close)
+        return sandbox
 
 
 def default_sandbox() -> Sandbox:
     """The process-wide Sandbox behind `run_function`, created on first use and closed at exit."""
-    global _default
-    with _default_lock:
-        if _default is None or _default._closed:
-            _default = Sandbox()
-            atexit.register(_default.close)
-        return _default
+    return shared_sandbox()
 
 
 def run_function(code: str, df: pd.DataFrame, *, timeout_s: float = 10.0) -> pd.DataFrame:
