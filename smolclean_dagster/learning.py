@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 from .assets import LLM_POOL, build_dataset_assets
+from .core.analysts.client import use_local_price_map
 from .core.drops import drop_format, drop_key
 from .core.errors import SmolcleanError
 from .core.export import module_filename
@@ -313,8 +314,7 @@ def _worker_context(settings: DatasetSettings) -> multiprocessing.context.BaseCo
         return multiprocessing.get_context("spawn")
     preload = [__name__, *_DAGSTER_PRELOAD]
     if settings.analyst_kind != "rules":
-        # As import_litellm does: litellm must not fetch its price map over the network when it is imported.
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        use_local_price_map()  # the fork server imports litellm
         preload += _LLM_PRELOAD
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(preload)

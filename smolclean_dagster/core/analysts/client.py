@@ -278,9 +278,15 @@ class LLMClient:
         )
 
 
+def use_local_price_map() -> None:
+    """Make litellm read its bundled price map instead of fetching one over the network when it is imported
+    (unless the user chose otherwise); call before anything imports litellm."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
 def import_litellm() -> Any:
     """litellm, imported on first use with the local price map (no network fetch at import)."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    use_local_price_map()
     try:
         import litellm
     except ImportError as exc:
