@@ -21,7 +21,8 @@ from .core.errors import DropReadError, SmolcleanError
 from .core.export import module_filename, write_module
 from .core.functions import CleaningFunction
 from .core.loop import ChunkWork, LoopSettings, clean_with, run_chunk
-from .core.plan import ChunkPlan, plan_chunks
+from .core.instructions import open_items, split_instructions
+from .core.plan import ChunkPlan, StepBudget, plan_chunks
 from .core.profile import Finding, detect_issues
 from .core.quality import ValidationReport, validate_registry
 from .core.registry import Registry
@@ -30,7 +31,7 @@ from .core.shipped_tests import write_tests
 from .core.steps import ChunkTrace
 from .core.storage import DatasetStore
 from .core.watch import FileState
-from .metadata import consolidation_metadata, frame_preview, findings_metadata, plan_metadata, registry_metadata, trace_metadata, validation_metadata
+from .metadata import consolidation_metadata, coverage_metadata, frame_preview, findings_metadata, plan_metadata, registry_metadata, trace_metadata, validation_metadata
 from .partitions import chunks_partitions, drops_partitions
 from .resources import LLMResource, SandboxResource
 from .settings import DatasetSettings
@@ -109,10 +110,14 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
             previous = None
         registry = store.registry.load()
         sandbox = smolclean_sandbox.get()
+        used = sum(t.steps_taken for t in store.models("chunk_functions", ChunkTrace) if t.drop == context.partition_key)
+        items = split_instructions(s.instructions) if s.analyst_kind != "rules" else ()
         plan = plan_chunks(
             raw_data, dataset=name, drop=context.partition_key, chunk_size=s.chunk_size,
             budget=s.chunk_budget, holdout_fraction=s.holdout_fraction, wave_size=s.planning_interval,
             clean=lambda rows: clean_with(registry, rows, sandbox), previous=previous,
+            steps=StepBudget(total=s.step_budget, per_chunk=s.max_steps, used=used),
+            open_items=tuple(i.number for i in open_items(registry.coverage(items))),
         )
         new = [c for c in plan.selected if not context.instance.has_dynamic_partition(chunk_parts.name, c)]
         if new:
@@ -149,7 +154,8 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
         )
         sandbox = smolclean_sandbox.get()
         steps = []
-        for step in run_chunk(work, smolclean_llm.analyst_for(s), store.registry, sandbox, _loop_settings(s)):
+        allowance = plan.chunk(context.partition_key).steps or s.max_steps
+        for step in run_chunk(work, smolclean_llm.analyst_for(s), store.registry, sandbox, _loop_settings(s, allowance)):
             context.log.info(f"{context.partition_key}: {step.kind} {step.model_dump(exclude={'code', 'issues'})}")
             steps.append(step)
         trace = ChunkTrace(dataset=name, drop=plan.drop, chunk_id=context.partition_key, rows=len(work.rows),
@@ -181,7 +187,8 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
         except SmolcleanError:
             previous = None
         usage = model_merger.usage if model_merger is not None else None
-        context.add_output_metadata({**registry_metadata(published, previous), **consolidation_metadata(result, usage)})
+        context.add_output_metadata({**registry_metadata(published, previous), **consolidation_metadata(result, usage),
+                                     **coverage_metadata(published.coverage(split_instructions(s.instructions)))})
         return published
 
     @dg.asset(key=key("validation"), io_manager_key=records, group_name=name,
@@ -206,7 +213,8 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
         path = write_module(registry, s.module_dir)
         tests = write_tests(name, registry.version, len(registry.entries), validation, s.module_dir)
         report = write_report(registry, validation, s.module_dir, plans=store.models("chunks", ChunkPlan),
-                              traces=store.models("chunk_functions", ChunkTrace))
+                              traces=store.models("chunk_functions", ChunkTrace),
+                              items=split_instructions(s.instructions), reads_instructions=s.analyst_kind != "rules")
         source = path.read_text(encoding="utf-8")
         chart = s.module_dir / "quality.png"
         return dg.MaterializeResult(
@@ -313,6 +321,7 @@ class _ModelMerger:
         return proposal.function
 
 
-def _loop_settings(s: DatasetSettings) -> LoopSettings:
-    return LoopSettings(max_steps=s.max_steps, instructions=s.instructions, timeout_s=s.timeout_s)
+def _loop_settings(s: DatasetSettings, max_steps: int) -> LoopSettings:
+    return LoopSettings(max_steps=max_steps, instructions=s.instructions, timeout_s=s.timeout_s,
+                        items=split_instructions(s.instructions))
 

@@ -31,7 +31,9 @@ def _parser() -> argparse.ArgumentParser:
     learn.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
     learn.add_argument("--chunk-size", type=int, default=None)
     learn.add_argument("--chunk-budget", type=int, default=None)
-    learn.add_argument("--max-steps", type=int, default=None)
+    learn.add_argument("--max-steps", type=int, default=None, help="most analyst steps one chunk may take")
+    learn.add_argument("--step-budget", type=int, default=None,
+                       help="most analyst steps (model calls) for the whole drop, shared by its chunks")
     learn.add_argument("--concurrency", type=int, default=None, help="chunks analysed at once")
     learn.add_argument("--analyst", choices=["rules", "llm", "hybrid"], default=None,
                        help="default: rules without a model, hybrid with one")
@@ -84,6 +86,12 @@ def _print_outcome(outcome, drops: Path) -> None:
     print(f"  cleaned: {outcome.cleaned}")
     print(f"  drops:   {drops}/  (new files there are cleaned by `smolclean ui`)")
     print(f"  held-out check: {'passed' if v.passed else 'FAILED'} on {v.holdout_rows} rows, {v.cells_changed} cells changed")
+    if outcome.instructions:
+        from .core.instructions import coverage_line
+
+        print(f"  instructions: {coverage_line(outcome.instructions)}")
+    if outcome.stopped:
+        print(f"  stopped: {outcome.stopped}")
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -104,7 +112,7 @@ def _learn(args: argparse.Namespace) -> int:
 
     settings = _settings(
         name=args.name, workdir=args.workdir, instructions=args.instructions, chunk_size=args.chunk_size,
-        chunk_budget=args.chunk_budget, max_steps=args.max_steps, concurrency=args.concurrency, analyst=args.analyst, model=args.model,
+        chunk_budget=args.chunk_budget, max_steps=args.max_steps, step_budget=args.step_budget, concurrency=args.concurrency, analyst=args.analyst, model=args.model,
         api_base=args.api_base, api_key=args.api_key,
     )
     _print_outcome(learn(settings, args.file, log_level=_log_level(args)), settings.drops_dir)

@@ -29,8 +29,10 @@ from .core.analysts.client import use_local_price_map
 from .core.drops import drop_format, drop_key
 from .core.errors import SmolcleanError
 from .core.export import module_filename
+from .core.instructions import ItemState, split_instructions, stop_reason
 from .core.plan import ChunkPlan
 from .core.quality import ValidationReport
+from .core.steps import ChunkTrace, FinalStep
 from .core.storage import DatasetStore
 from .factory import build_defs
 from .partitions import drops_partitions
@@ -71,6 +73,8 @@ class LearnOutcome:
     functions: int
     chunks: int
     validation: ValidationReport
+    instructions: tuple[ItemState, ...] = ()
+    stopped: str = ""
 
 
 def place_drop(settings: DatasetSettings, source: Path) -> Path:
@@ -169,15 +173,22 @@ def learn(
         raise SmolcleanError(f"validation of {settings.name!r} failed, the module was not exported: {failed}")
     _ok(result, "validating and exporting the module")
     _ok(run(["cleaned_data"], key), f"cleaning drop {path}")
+    registry = store.registry.load()
+    states = registry.coverage(split_instructions(settings.instructions))
+    traces = [t for t in store.models("chunk_functions", ChunkTrace) if t.drop == key]
+    said_clean = any(isinstance(s, FinalStep) and s.reason == "clean" for t in traces for s in t.steps)
     return LearnOutcome(
         dataset=settings.name,
         drop=key,
         module=settings.module_dir / module_filename(settings.name),
         report=settings.module_dir / "report.md",
         cleaned=settings.cleaned_path(path),
-        functions=len(store.registry.load().entries),
+        functions=len(registry.entries),
         chunks=len(plan.selected),
         validation=validation,
+        instructions=states,
+        stopped=stop_reason(states, selection=plan.stopped, said_clean=said_clean,
+                            reads=settings.analyst_kind != "rules"),
     )
 
 

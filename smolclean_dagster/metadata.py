@@ -6,6 +6,7 @@ import dagster as dg
 
 from .core.analysts.base import Usage
 from .core.consolidate import Consolidation
+from .core.instructions import coverage_line
 from .core.plan import ChunkPlan
 from .core.profile import Finding
 from .core.quality import ValidationReport
@@ -43,7 +44,8 @@ def findings_metadata(findings: list[Finding]) -> dict[str, dg.MetadataValue]:
 def trace_metadata(trace: ChunkTrace) -> dict[str, dg.MetadataValue]:
     """A chunk's agent loop: every step with its verdict and reason, and the code of each proposal."""
     lines = [f"### Chunk `{trace.chunk_id}` of `{trace.drop}` ({trace.rows} rows)", ""]
-    table = ["| step | findings | proposed | verdict | reason | tokens in/out | seconds |", "|---|---|---|---|---|---|---|"]
+    table = ["| step | findings | proposed | serves | verdict | reason | tokens in/out | seconds |",
+             "|---|---|---|---|---|---|---|---|"]
     verdicts = {s.step: s for s in trace.steps if isinstance(s, VerdictStep)}
     for s in trace.steps:
         if isinstance(s, ProposalStep):
@@ -52,8 +54,10 @@ def trace_metadata(trace: ChunkTrace) -> dict[str, dg.MetadataValue]:
             reason = v.reason if v else (f"reply not usable: {s.error}" if s.error else f"analyst says {s.status}")
             secs = s.seconds + (v.seconds if v else 0.0)
             tokens = f"{s.usage.prompt_tokens}/{s.usage.completion_tokens}" + (" (cached)" if s.usage.cached_calls else "")
+            proposed = f"`{s.function_name or '-'}`" + (" (adopted)" if s.adopted else "")
+            serves = ", ".join(f"#{n}" for n in s.serves) + "".join(f" declines #{d.number}" for d in s.declines)
             table.append(
-                f"| {s.step} | {s.findings} | `{s.function_name or '-'}` | {verdict} | {_cell(reason)} | {tokens} | {secs:.2f} |"
+                f"| {s.step} | {s.findings} | {proposed} | {serves.strip() or '-'} | {verdict} | {_cell(reason)} | {tokens} | {secs:.2f} |"
             )
     lines += table
     for s in trace.steps:
@@ -64,6 +68,8 @@ def trace_metadata(trace: ChunkTrace) -> dict[str, dg.MetadataValue]:
             if v and not v.accepted:
                 lines += ["", f"Rejected: {v.reason}"]
     final = next((s for s in trace.steps if isinstance(s, FinalStep)), None)
+    if final is not None and final.items:
+        lines += ["", f"**Instructions:** {coverage_line(final.items)}"]
     if final:
         lines += ["", f"**Finished:** {final.reason} after {final.step} step(s)."]
     usage = trace.usage
@@ -74,6 +80,7 @@ def trace_metadata(trace: ChunkTrace) -> dict[str, dg.MetadataValue]:
         "accepted": dg.MetadataValue.int(len(trace.accepted)),
         "rejected": dg.MetadataValue.int(rejected),
         "accepted_functions": dg.MetadataValue.text(", ".join(trace.accepted) or "none"),
+        **({"coverage": dg.MetadataValue.text(coverage_line(trace.items))} if trace.items else {}),
         "finish_reason": dg.MetadataValue.text(final.reason if final else "unfinished"),
         **usage_metadata(usage),
         **(
@@ -81,6 +88,20 @@ def trace_metadata(trace: ChunkTrace) -> dict[str, dg.MetadataValue]:
                                                         if isinstance(s, ProposalStep) and s.transcript))}
             if any(isinstance(s, ProposalStep) and s.transcript for s in trace.steps) else {}
         ),
+    }
+
+
+def coverage_metadata(states) -> dict[str, dg.MetadataValue]:
+    """The instruction items and how each stands (served by which functions, declined and why, open)."""
+    if not states:
+        return {}
+    rows = ["| # | instruction | state | by / why |", "|---|---|---|---|"]
+    rows += [f"| {s.number} | {_cell(s.text, 120)} | {s.state} | {_cell(', '.join(s.functions) or s.reason, 120)} |"
+             for s in states]
+    return {
+        "instructions": dg.MetadataValue.md("\n".join(rows)),
+        "coverage": dg.MetadataValue.text(coverage_line(states)),
+        "instructions_open": dg.MetadataValue.int(sum(1 for s in states if s.state == "open")),
     }
 
 

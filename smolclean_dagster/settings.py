@@ -46,7 +46,11 @@ class DatasetSettings(BaseModel):
     )
     chunk_size: int = Field(default=50, gt=0, le=100_000)
     chunk_budget: int = Field(default=12, gt=0, description="most chunks analysed per drop")
-    max_steps: int = Field(default=6, gt=0, le=100)
+    step_budget: int = Field(
+        default=80, gt=0, le=1000,
+        description="most analyst steps (LLM calls with a model) per drop, shared by its chunks",
+    )
+    max_steps: int = Field(default=40, gt=0, le=1000, description="most analyst steps one chunk may take")
     planning_interval: int = Field(default=4, gt=0)
     concurrency: int = Field(default=2, gt=0, le=64)
     holdout_fraction: float = Field(default=0.2, ge=0.0, lt=0.9)

@@ -15,7 +15,8 @@ from smolclean_dagster.core.drops import read_drop
 from smolclean_dagster.core.errors import AnalystError
 from smolclean_dagster.core.export import render_module
 from smolclean_dagster.core.functions import CleaningFunction
-from smolclean_dagster.core.loop import ChunkWork, LoopSettings, run_chunk
+from smolclean_dagster.core.instructions import split_instructions
+from smolclean_dagster.core.loop import ChunkWork, LoopSettings, clean_with, run_chunk
 from smolclean_dagster.core.profile import detect_issues
 from smolclean_dagster.core.registry import Provenance, RegistryEntry, RegistryStore
 from smolclean_dagster.core.steps import ChunkTrace, FinalStep, ProposalStep, VerdictStep
@@ -192,8 +193,8 @@ def test_the_prompt_holds_instructions_cleaned_rows_and_registry_but_never_held_
     assert instructions in prompt
     assert "`strip_name` [name]: Remove the spaces around and inside `name`" in prompt
     rows = rows_section(prompt)
-    assert '"name": "Ann Lee"' in rows and "  Ann Lee " not in rows  # the chunk as cleaned so far
-    assert '"spend": "$1200.50"' in rows  # ...and as it is where nothing has cleaned it yet
+    assert '"Ann Lee"' in rows and "  Ann Lee " not in rows  # the chunk as cleaned so far
+    assert '"$1200.50"' in rows  # ...and as it is where nothing has cleaned it yet
     assert "Heldout" not in prompt
     assert "<status>clean</status>" in prompt  # the reply format is explained
 
@@ -257,21 +258,53 @@ def test_requests_are_spaced_by_the_rpm_limit(llm, tmp_path, people):
     assert llm.requests[2].at - llm.requests[0].at >= 0.3  # two intervals (0.4 s) less connection jitter
 
 
-def test_hybrid_asks_the_llm_only_for_what_the_rules_left(llm, tmp_path, people, sandbox):
+def offered(prompt: str) -> list[str]:
+    """The names of the ready-made candidates a prompt offers."""
+    if "## Ready-made functions" not in prompt:
+        return []
+    section = prompt.split("## Ready-made functions")[1].split("\n## ")[0]
+    return [line.split("`")[1] for line in section.splitlines() if line.startswith("- `")]
+
+
+def test_hybrid_asks_the_model_every_step_and_a_rule_lands_only_when_the_model_adopts_it(llm, tmp_path, people, sandbox):
     upper = CITY.replace("unify_city_case", "city_upper_case").replace(".str.title()", ".str.upper()")
-    llm.add(reply(fenced(upper, issues="- city: the user wants it in upper case")), reply(CLEAN))
+    adopted: list[str] = []
+    ignored: list[str] = []
+
+    def respond(recorded):
+        prompt = recorded.prompt
+        names = offered(prompt)
+        if "city_upper_case" not in prompt:
+            # The rules would unify the case of `city` their own way: the user asked for upper case instead.
+            ignored.extend(n for n in names if "city" in n)
+            return reply(fenced(upper, issues="- city: the user wants it in upper case") + "\n<serves>1</serves>")
+        whitespace = [n for n in names if n.startswith("strip_whitespace") and n not in adopted]
+        if whitespace:
+            adopted.append(whitespace[0])
+            return reply(f"<issues>\n- name: stray spaces\n</issues>\n<adopt>{whitespace[0]}</adopt>\n"
+                         "<status>needs_more_work</status>")
+        return reply(CLEAN)
+
+    llm.responder = respond
     store = RegistryStore(tmp_path / "registry.json", "people")
     hybrid = analyst(llm, tmp_path, kind="hybrid")
-    settings = LoopSettings(max_steps=15, instructions="city in upper case")
+    settings = LoopSettings(max_steps=15, instructions="- city in upper case",
+                            items=split_instructions("- city in upper case"))
     steps = list(run_chunk(chunk_work(people), hybrid, store, sandbox, settings))
 
     assert steps[-1].reason == "clean"
-    written_by = [(e.function.name, e.provenance.model) for e in store.load().entries]
-    assert written_by[-1] == ("city_upper_case", "openai/test-model")
-    by_rules = [name for name, model in written_by[:-1] if model is None]
-    assert by_rules and len(by_rules) == len(written_by) - 1
-    assert all(f"`{name}`" in llm.requests[0].prompt for name in by_rules)  # the LLM came after every rule
-    assert len(llm.requests) == 2
+    proposals = [s for s in steps if isinstance(s, ProposalStep)]
+    assert len(llm.requests) == len(proposals)  # the model decided every step
+    assert any("city" in n for n in offered(llm.requests[0].prompt))  # the rules' city fix was offered...
+    entries = store.load().entries
+    names = [e.function.name for e in entries]
+    assert not any(n in names for n in ignored)  # ...and never landed, since the model did not take it
+    assert adopted and adopted[0] in names  # an adopted rule lands, with the model that chose it
+    taken = next(e for e in entries if e.function.name == adopted[0])
+    assert taken.function.rule is not None and taken.provenance.model == "openai/test-model"
+    assert next(e for e in entries if e.function.name == "city_upper_case").serves == ("city in upper case",)
+    cleaned = clean_with(store.load(), chunk_work(people).rows, sandbox)
+    assert cleaned["city"].str.strip().str.isupper().all()
 
 
 def test_merging_functions_over_http(llm, tmp_path):

@@ -52,7 +52,23 @@ def test_rows_past_the_budget_are_counted_not_silently_dropped():
 def test_values_are_shown_exactly_as_written():
     chunk = pd.DataFrame({"note": ["a <b> & c", None]})
     user = analysis_messages(AnalysisRequest(dataset="d", chunk_id="c", step=1, chunk=chunk))[1]["content"]
-    assert '{"note": "a <b> & c"}' in user and '{"note": null}' in user
+    assert '["note"]\n["a <b> & c"]\n[null]' in user
+
+
+def test_typed_values_are_shown_as_values_not_as_empty_cells():
+    # After a function turned prices into numbers (and tags into arrays), the model must see numbers and
+    # arrays, counted as filled cells, and told apart from the text "12.5".
+    chunk = pd.DataFrame({"price": [12.5, 3.0, None, "12.5"], "tags": [["a", "b"], [], None, "x"],
+                          "ok": [True, False, True, None]}, dtype=object)
+    reference = chunk.copy()
+    user = analysis_messages(
+        AnalysisRequest(dataset="d", chunk_id="c", step=1, chunk=chunk, reference=reference)
+    )[1]["content"]
+    assert '[12.5, ["a", "b"], true]' in user and '["12.5", "x", null]' in user
+    price_row = next(line for line in user.splitlines() if line.startswith("| price |"))
+    assert price_row.split("|")[2].strip() == "3"  # three filled cells: 12.5, 3.0 and the text "12.5"
+    values = next(line for line in user.splitlines() if line.startswith("- price ("))
+    assert "12.5 x1" in values and '"12.5" x1' in values
 
 
 def test_a_template_value_left_out_is_an_error_not_a_blank():

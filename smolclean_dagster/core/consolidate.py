@@ -153,6 +153,7 @@ def _replace(registry: Registry, group: list[int], merged: CleaningFunction) -> 
         provenance=first.provenance,
         evidence=first.evidence,
         merged_from=names,
+        serves=tuple(dict.fromkeys(t for e in replaced for t in e.serves)),
     )
     entries = [entry if i == group[0] else e for i, e in enumerate(registry.entries) if i not in group[1:]]
     return registry.with_entries(entries)

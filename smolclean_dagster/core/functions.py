@@ -93,3 +93,24 @@ def split_imports(code: str) -> tuple[list[str], str]:
             skip.update(range(node.lineno - 1, end))
     body = "\n".join(line for i, line in enumerate(lines) if i not in skip).strip("\n") + "\n"
     return imports, body
+
+
+def constants_of(code: str) -> dict[str, str]:
+    """The module-level constants a function's code defines beside it: name -> the source of its value.
+
+    Example:
+        >>> constants_of("CODES = {'a': 1}\\ndef f(df):\\n    return df\\n")
+        {'CODES': "{'a': 1}"}
+    """
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return {}
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    out[target.id] = ast.unparse(node.value)
+    return out

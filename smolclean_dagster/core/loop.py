@@ -3,8 +3,11 @@
 Each step shows the analyst the chunk AS CLEANED BY THE CURRENT REGISTRY (so solved problems do not
 look present), the detector findings that remain, the instructions and every accepted function's
 name and docstring; takes at most one new function; checks it in the sandbox on the chunk and on
-held-out rows; and accepts it into the registry or feeds the reason back. It stops when the analyst
-says "clean", the detectors find nothing, or `max_steps` is used up.
+held-out rows; and accepts it into the registry or feeds the reason back. An analyst that reads the
+user's instructions also sees each instruction item as open, served or declined, says which items a
+function serves, and may decline items with a reason; "clean" is refused while an item is open. The loop
+stops when the analyst says "clean" with no item open, the detectors find nothing (for an analyst that
+trusts them), or the chunk's share of the drop's step budget (`max_steps`) is used up.
 
 Errors that are the model's fault (unsafe, failing or useless code) become rejections shown to the
 analyst; errors that are ours (storage, configuration) raise.
@@ -21,6 +24,8 @@ import pandas as pd
 
 from .analysts.base import AnalysisRequest, Analyst, RegisteredSummary
 from .errors import SmolcleanError
+from .functions import CleaningFunction, constants_of
+from .instructions import Declined, InstructionItem, ItemState, open_items
 from .profile import detect_issues
 from .registry import Provenance, Registry, RegistryEntry, RegistryStore
 from .sandbox import GateRejected, SandboxCrashed, SandboxError, SandboxTimeout, ResourceLimitExceeded, FunctionFailed
@@ -53,6 +58,7 @@ class LoopSettings:
     instructions: str = ""
     timeout_s: float = 10.0
     allow_row_drops: bool = False
+    items: tuple[InstructionItem, ...] = ()
 
 
 def clean_with(registry: Registry, df: pd.DataFrame, runner: CodeRunner, *, timeout_s: float = 30.0) -> pd.DataFrame:
@@ -95,16 +101,20 @@ def run_chunk(
     feedback: str | None = None
     rejected: list[str] = []
     accepted: list[str] = []
+    reads = bool(settings.items) and getattr(analyst, "reads_instructions", False)
     step = 0
     while True:
         registry = store.load()
+        states = registry.coverage(settings.items) if reads else ()
+        still_open = open_items(states)
         chunk = clean_with(registry, work.rows, runner)
         findings = detect_issues(chunk)
-        if not findings and getattr(analyst, "trusts_detectors", True):
-            yield FinalStep(step=step, reason="no_findings", accepted=tuple(accepted))
+        if not findings and not still_open and getattr(analyst, "trusts_detectors", True):
+            yield FinalStep(step=step, reason="no_findings", accepted=tuple(accepted), items=states)
             return
         if step >= settings.max_steps:
-            yield FinalStep(step=step, reason="max_steps", accepted=tuple(accepted), residual_findings=len(findings))
+            yield FinalStep(step=step, reason="max_steps", accepted=tuple(accepted), residual_findings=len(findings),
+                            items=states)
             return
         step += 1
         started = time.perf_counter()
@@ -120,6 +130,7 @@ def run_chunk(
                 feedback=feedback,
                 rejected=tuple(rejected),
                 reference=None if work.reference is None else clean_with(registry, work.reference, runner),
+                items=states,
             )
         )
         fn = proposal.function
@@ -130,30 +141,56 @@ def run_chunk(
             status=proposal.status,
             function_name=fn.name if fn else None,
             code=fn.code if fn else None,
+            adopted=proposal.adopt if fn is not None else None,
+            serves=proposal.serves,
+            declines=proposal.declines,
             usage=proposal.usage,
             error=proposal.error,
             transcript=proposal.transcript,
             seconds=round(time.perf_counter() - started, 4),
         )
+        notes = _record_declines(proposal, states, store, work.chunk_id) if reads else []
         if fn is None:
+            if proposal.error:  # a reply the analyst could not use (the model's fault): shown back, uses a step
+                feedback = proposal.error
+                continue
+            if proposal.adopt is not None:
+                feedback = f"no ready-made candidates are offered here, so `{proposal.adopt}` cannot be adopted; " \
+                           "write the function in <code>"
+                continue
             if proposal.status == "clean":
-                yield FinalStep(step=step, reason="clean", accepted=tuple(accepted), residual_findings=len(findings))
-                return
-            # a reply the analyst could not use (the model's fault) is shown back to it, and uses up a step
-            feedback = proposal.error or "you said the chunk needs more work but proposed no function; propose one function"
+                left = open_items(store.load().coverage(settings.items)) if reads else ()
+                if not left:
+                    yield FinalStep(step=step, reason="clean", accepted=tuple(accepted),
+                                    residual_findings=len(findings), items=store.load().coverage(settings.items)
+                                    if reads else ())
+                    return
+                feedback = " ".join(notes + [
+                    "You said clean, but these instruction items are still open: "
+                    + "; ".join(f"#{s.number} {s.text!r}" for s in left)
+                    + ". Serve each with a function (name it in <serves>), or decline it in <declined> with the "
+                    "reason it cannot be done by a row-level function on this data."
+                ])
+                continue
+            feedback = " ".join(notes + ["you said the chunk needs more work but proposed no function; propose one function"])
             continue
+        serves = _served_texts(proposal.serves, settings.items) if reads else ()
+        twin = _twin_of(fn, registry) if fn.rule is None else None
         started = time.perf_counter()
-        holdout = clean_with(registry, work.holdout, runner)
-        try:
-            verdict = check_candidate(
-                fn, chunk, holdout, runner, timeout_s=settings.timeout_s, allow_row_drops=settings.allow_row_drops
-            )
-        except MODEL_FAULTS as exc:
-            verdict_reason, ok, evidence = f"{type(exc).__name__}: {exc}", False, None
-        except SandboxError:
-            raise  # the sandbox itself is broken: our fault
+        if twin is not None:
+            verdict_reason, ok, evidence = twin, False, None
         else:
-            verdict_reason, ok, evidence = verdict.reason, verdict.accepted, verdict.evidence
+            holdout = clean_with(registry, work.holdout, runner)
+            try:
+                verdict = check_candidate(
+                    fn, chunk, holdout, runner, timeout_s=settings.timeout_s, allow_row_drops=settings.allow_row_drops
+                )
+            except MODEL_FAULTS as exc:
+                verdict_reason, ok, evidence = f"{type(exc).__name__}: {exc}", False, None
+            except SandboxError:
+                raise  # the sandbox itself is broken: our fault
+            else:
+                verdict_reason, ok, evidence = verdict.reason, verdict.accepted, verdict.evidence
         name = fn.name
         if ok:
             entry = RegistryEntry(
@@ -167,16 +204,17 @@ def run_chunk(
                     prompt_hash=proposal.prompt_hash,
                 ),
                 evidence=evidence,
+                serves=serves,
             )
             after = store.update(lambda reg: reg.with_entry(entry))
             stored = after.find(fn)  # its name in the registry: suffixed when another function had the name
             name = stored.function.name if stored is not None else name
             accepted.append(name)
-            feedback = None
+            feedback = " ".join(notes) or None
             log.info("chunk %s step %d: accepted %s", work.chunk_id, step, name)
         else:
             rejected.append(fn.name)
-            feedback = f"function {fn.name} was rejected: {verdict_reason}"
+            feedback = " ".join(notes + [f"function {fn.name} was rejected: {verdict_reason}"])
             log.info("chunk %s step %d: rejected %s: %s", work.chunk_id, step, fn.name, verdict_reason)
         yield VerdictStep(
             step=step,
@@ -184,5 +222,52 @@ def run_chunk(
             accepted=ok,
             reason=verdict_reason,
             evidence=evidence,
+            serves=tuple(i.number for i in settings.items if i.text in serves),
             seconds=round(time.perf_counter() - started, 4),
         )
+
+
+def _served_texts(numbers: tuple[int, ...], items: tuple[InstructionItem, ...]) -> tuple[str, ...]:
+    by_number = {i.number: i.text for i in items}
+    return tuple(by_number[n] for n in numbers if n in by_number)
+
+
+def _record_declines(proposal, states: tuple[ItemState, ...], store: RegistryStore, chunk: str) -> list[str]:
+    """Store the items the analyst declined; notes for the analyst about declines that could not be taken."""
+    by_number = {s.number: s for s in states}
+    notes, fresh = [], []
+    for decline in proposal.declines:
+        state = by_number.get(decline.number)
+        if state is None:
+            notes.append(f"there is no instruction item #{decline.number} to decline.")
+        elif decline.number in proposal.serves:
+            notes.append(f"item #{decline.number} cannot be both served and declined; it counts as served.")
+        elif state.state == "served":
+            continue  # already carried out by a function: a decline does not undo that
+        elif not decline.reason.strip():
+            notes.append(f"declining item #{decline.number} needs a reason.")
+        else:
+            fresh.append(Declined(item=state.text, reason=decline.reason.strip(), chunk=chunk))
+    if fresh:
+        store.update(lambda reg: reg.with_declined(fresh))
+    return notes
+
+
+def _twin_of(fn: CleaningFunction, registry: Registry) -> str | None:
+    """Why `fn` cannot join the registry as it is: its name or a module constant's name is taken by other code.
+
+    A second function under a taken name is most often the same job done again (two chunks writing
+    `standardize_dates`); a module constant of the same name with another value would change the first
+    function's behaviour once both are in one module.
+    """
+    for entry in registry.entries:
+        other = entry.function
+        if other.name == fn.name:
+            return (f"the module already has a function named `{fn.name}` ({other.summary}); do not repeat its job. "
+                    "If it misses some values, write a function with a new name that fixes only those")
+        theirs = constants_of(other.code)
+        for constant, source in constants_of(fn.code).items():
+            if constant in theirs and theirs[constant] != source:
+                return (f"the module constant `{constant}` is already defined by `{other.name}` with another value; "
+                        "give yours a name of its own (e.g. prefixed with the column)")
+    return None

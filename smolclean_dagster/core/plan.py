@@ -1,19 +1,23 @@
 """Chunk planning: held-out rows, chunks, and which chunks the analyst should see next and why.
 
-Selection runs in waves. Before each wave the current registry is applied to a spread of chunks and
-the detectors look at what is left: chunks showing residual kinds of dirt that no analysed chunk has
-shown yet go first, then a small spread sample. So analyst calls grow with the number of distinct
-problems in a drop, not with its rows, and selection stops when nothing new remains or the budget is spent.
+Selection runs in waves. The first wave is a single chunk, so the functions every chunk needs are written
+once, before chunks run side by side. Before each wave the current registry is applied to a spread of
+chunks and the detectors look at what is left: chunks showing residual kinds of dirt that no analysed
+chunk has shown yet go first, then a small spread sample; while instruction items are open, a chunk is
+chosen for them even where the detectors see nothing. So analyst calls grow with the number of distinct
+problems in a drop, not with its rows. Selection stops when nothing new remains, or the chunk budget or
+the drop's step budget is spent; each chosen chunk gets its share of the steps left.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from .drops import chunk_id
 from .errors import SmolcleanError
@@ -31,6 +35,7 @@ class PlannedChunk(BaseModel):
     findings: tuple[str, ...] = ()
     reason: str = ""
     wave: int = 0
+    steps: int = Field(default=0, description="analyst steps this chunk may take (its share of the drop's budget)")
 
 
 class ChunkPlan(BaseModel):
@@ -47,6 +52,8 @@ class ChunkPlan(BaseModel):
     selected: tuple[str, ...] = ()
     waves: int = 0
     done: bool = False
+    steps_used: int = Field(default=0, description="analyst steps the drop's chunks took before the latest wave")
+    stopped: str = Field(default="", description="why selection stopped, once it has")
 
     def chunk(self, cid: str) -> PlannedChunk:
         for c in self.chunks:
@@ -133,22 +140,46 @@ def probe_chunks(plan: ChunkPlan, budget: int) -> list[int]:
     return [i for i in spread if plan.chunks[i].id not in chosen]
 
 
+@dataclass(frozen=True)
+class StepBudget:
+    """The drop's analyst steps: how many in all, how many one chunk may take, and how many are used."""
+
+    total: int = 80
+    per_chunk: int = 40
+    used: int = 0
+
+    @property
+    def left(self) -> int:
+        return max(0, self.total - self.used)
+
+
 def select_wave(
-    plan: ChunkPlan, signatures: dict[int, tuple[str, ...]], *, wave_size: int, budget: int
+    plan: ChunkPlan,
+    signatures: dict[int, tuple[str, ...]],
+    *,
+    wave_size: int,
+    budget: int,
+    steps: StepBudget = StepBudget(),
+    open_items: tuple[int, ...] = (),
 ) -> ChunkPlan:
-    """Choose the next wave: chunks whose residual dirt no chosen chunk has shown, then a spread sample.
+    """Choose the next wave: chunks whose residual dirt no chosen chunk has shown, then a spread sample, or a
+    chunk for the instruction items still open. The first wave is one chunk.
 
     Residual dirt in chunks the analyst already worked on is dirt it could not fix there: another chunk
-    showing only that is not worth a call. Selection is done when nothing new is left or the budget is spent.
+    showing only that is not worth a call. Selection is done when nothing new is left, or the chunk budget
+    or the step budget is spent.
 
     Example:
         >>> plan = select_wave(split_drop(df, dataset="c", drop="c.csv", chunk_size=50, holdout_fraction=0.2),
         ...                    signatures, wave_size=2, budget=12)   # doctest: +SKIP
     """
     chosen = [c for c in plan.chunks if c.reason]
-    room = min(wave_size, budget - len(chosen))
+    room = min(1 if plan.waves == 0 else wave_size, budget - len(chosen), steps.left)
     if plan.done or room <= 0:
-        return plan.model_copy(update={"done": True})
+        stopped = plan.stopped or (
+            "step budget spent" if steps.left <= 0 else "chunk budget spent" if budget <= len(chosen) else "done"
+        )
+        return plan.model_copy(update={"done": True, "stopped": stopped, "steps_used": steps.used})
     seen: set[str] = {s for c in chosen for s in c.findings}
     reasons: dict[int, str] = {}
     while len(reasons) < room:
@@ -162,20 +193,27 @@ def select_wave(
         new = sorted(set(signatures[best]) - seen)
         reasons[best] = "residual issues not seen yet: " + ", ".join(new[:6]) + (" ..." if len(new) > 6 else "")
         seen.update(new)
+    spare = [i for i in _spread(len(plan.chunks), budget) if i not in reasons and not plan.chunks[i].reason]
     # One spread chunk per wave keeps rare dirt in unprobed regions reachable, while there is new dirt at all.
-    if reasons and len(reasons) < room:
-        spare = [i for i in _spread(len(plan.chunks), budget) if i not in reasons and not plan.chunks[i].reason]
-        if spare:
-            reasons[spare[0]] = "spread sample"
+    if reasons and len(reasons) < room and spare:
+        reasons[spare.pop(0)] = "spread sample"
+    # Instructions no detector sees still need a chunk to be worked on.
+    if not reasons and open_items and spare:
+        reasons[spare.pop(0)] = "open instruction items: " + ", ".join(f"#{n}" for n in open_items)
     if not reasons:
-        return plan.model_copy(update={"done": True})
+        stopped = "instruction items open but no chunk left" if open_items else "no new dirt"
+        return plan.model_copy(update={"done": True, "stopped": stopped, "steps_used": steps.used})
     wave = plan.waves + 1
+    share = max(1, min(steps.per_chunk, steps.left // len(reasons)))
     chunks = tuple(
-        c.model_copy(update={"reason": reasons[i], "wave": wave, "findings": signatures.get(i, ())}) if i in reasons else c
+        c.model_copy(update={"reason": reasons[i], "wave": wave, "findings": signatures.get(i, ()), "steps": share})
+        if i in reasons else c
         for i, c in enumerate(plan.chunks)
     )
     new_ids = tuple(chunks[i].id for i in reasons)  # priority order: most new dirt first
-    return plan.model_copy(update={"chunks": chunks, "selected": plan.selected + new_ids, "waves": wave})
+    return plan.model_copy(
+        update={"chunks": chunks, "selected": plan.selected + new_ids, "waves": wave, "steps_used": steps.used}
+    )
 
 
 def plan_chunks(
@@ -189,6 +227,8 @@ def plan_chunks(
     wave_size: int | None = None,
     clean: Cleaner | None = None,
     previous: ChunkPlan | None = None,
+    steps: StepBudget = StepBudget(),
+    open_items: tuple[int, ...] = (),
 ) -> ChunkPlan:
     """Split a drop (or continue `previous`) and choose the next wave of chunks for the analyst.
 
@@ -203,7 +243,8 @@ def plan_chunks(
         return plan
     probe = probe_chunks(plan, budget)
     signatures = residual_signatures(plan, df, probe, clean or (lambda rows: rows))
-    return select_wave(plan, signatures, wave_size=wave_size or budget, budget=budget)
+    return select_wave(plan, signatures, wave_size=wave_size or budget, budget=budget, steps=steps,
+                       open_items=open_items)
 
 
 def _spread(n: int, k: int) -> list[int]:

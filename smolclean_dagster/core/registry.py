@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import RegistryError
 from .functions import CleaningFunction
+from .instructions import Declined, InstructionItem, ItemState, item_states
 
 
 class Provenance(BaseModel):
@@ -66,6 +67,7 @@ class RegistryEntry(BaseModel):
     provenance: Provenance
     evidence: Evidence = Field(default_factory=Evidence)
     merged_from: tuple[str, ...] = Field(default=(), description="functions consolidation merged into this one")
+    serves: tuple[str, ...] = Field(default=(), description="the instruction items (their text) this function carries out")
 
 
 class Registry(BaseModel):
@@ -83,10 +85,29 @@ class Registry(BaseModel):
     version: int = 0
     updated_at: str = ""
     entries: tuple[RegistryEntry, ...] = ()
+    declined: tuple[Declined, ...] = Field(default=(), description="instruction items the analyst declined, and why")
 
     @property
     def functions(self) -> list[CleaningFunction]:
         return [e.function for e in self.entries]
+
+    def coverage(self, items: tuple[InstructionItem, ...] | list[InstructionItem]) -> tuple[ItemState, ...]:
+        """Each instruction item's state: served by which functions, declined and why, or open."""
+        served: dict[str, tuple[str, ...]] = {}
+        for e in self.entries:
+            for text in e.serves:
+                served[text] = (*served.get(text, ()), e.function.name)
+        return item_states(items, served, self.declined)
+
+    def with_declined(self, declined: list[Declined] | tuple[Declined, ...]) -> Registry:
+        """A new version recording `declined` items (a newer reason for the same item replaces the older)."""
+        fresh = {d.item: d for d in declined}
+        if not fresh or all(d in self.declined for d in fresh.values()):
+            return self
+        kept = tuple(d for d in self.declined if d.item not in fresh)
+        return self.model_copy(
+            update={"declined": kept + tuple(fresh.values()), "version": self.version + 1, "updated_at": _now()}
+        )
 
     def names(self) -> set[str]:
         return {e.function.name for e in self.entries}

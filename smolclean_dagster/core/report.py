@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .instructions import InstructionItem, coverage_line
 from .plan import ChunkPlan
 from .quality import ValidationReport
 from .registry import Registry, write_atomic
@@ -20,11 +21,15 @@ def render_report(
     plans: list[ChunkPlan] = (),  # type: ignore[assignment]
     traces: list[ChunkTrace] = (),  # type: ignore[assignment]
     chart: Path | None = None,
+    items: tuple[InstructionItem, ...] = (),
+    reads_instructions: bool = True,
 ) -> str:
-    """The report as markdown: functions with provenance and examples, validation and quality (with the
-    chart), LLM use, and which chunks were analysed and why."""
+    """The report as markdown: the instructions and how each was carried out, functions with provenance
+    and examples, validation and quality (with the chart), LLM use, and which chunks were analysed and why."""
     out = [f"# Cleaning report: {registry.dataset}", "", f"Registry version {registry.version}, "
            f"{len(registry.entries)} function(s), updated {registry.updated_at or 'never'}.", ""]
+    if items:
+        out += _instructions(registry, items, reads_instructions)
     out += ["## Functions", ""]
     for i, e in enumerate(registry.entries, 1):
         f, p, ev = e.function, e.provenance, e.evidence
@@ -39,6 +44,9 @@ def render_report(
             f"- evidence: {ev.cells_changed} cell(s) changed over {ev.rows_checked} rows "
             f"({ev.holdout_rows} held out) in {', '.join(ev.columns_changed) or '-'}",
         ]
+        numbers = [f"#{i.number}" for i in items if i.text in e.serves]
+        if numbers:
+            out.append(f"- serves instruction(s): {', '.join(numbers)}")
         if ev.examples:
             out += ["", "| column | before | after |", "|---|---|---|"]
             out += [f"| {_md(x.column)} | `{_md(x.before)}` | `{_md(x.after)}` |" for x in ev.examples]
@@ -69,18 +77,34 @@ def render_report(
     return "\n".join(out).rstrip() + "\n"
 
 
+def _instructions(registry: Registry, items: tuple[InstructionItem, ...], reads: bool) -> list[str]:
+    """The user's instruction items, each with the functions serving it, its decline reason, or "open"."""
+    states = registry.coverage(items)
+    out = ["## Instructions", "", coverage_line(states, reasons=False) + ".", ""]
+    if not reads:
+        out += ["The offline rules analyst does not read instructions: set a model to have them carried out.", ""]
+    out += ["| # | instruction | outcome |", "|---|---|---|"]
+    for s in states:
+        outcome = (f"served by {', '.join(f'`{f}`' for f in s.functions)}" if s.state == "served"
+                   else f"declined: {s.reason}" if s.state == "declined" else "**open**")
+        out.append(f"| {s.number} | {_md(s.text)} | {_md(outcome)} |")
+    return out + [""]
+
+
 def write_report(
     registry: Registry,
     validation: ValidationReport | None,
     out_dir: Path,
     plans: list[ChunkPlan] = (),  # type: ignore[assignment]
     traces: list[ChunkTrace] = (),  # type: ignore[assignment]
+    items: tuple[InstructionItem, ...] = (),
+    reads_instructions: bool = True,
 ) -> Path:
     """Write `report.md` (and `quality.png` when there is a validation) beside the module, atomically."""
     out_dir = Path(out_dir)
     chart = write_chart(validation, out_dir / "quality.png") if validation and validation.quality else None
     path = out_dir / "report.md"
-    write_atomic(path, render_report(registry, validation, plans, traces, chart))
+    write_atomic(path, render_report(registry, validation, plans, traces, chart, items, reads_instructions))
     return path
 
 

@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .analysts.base import Issue, Usage
+from .analysts.base import Issue, ItemDecline, Usage
+from .instructions import ItemState
 from .registry import Evidence
 
 
@@ -22,6 +23,9 @@ class ProposalStep(BaseModel):
     status: str
     function_name: str | None = None
     code: str | None = None
+    adopted: str | None = Field(default=None, description="the ready-made candidate the model adopted, if it did")
+    serves: tuple[int, ...] = Field(default=(), description="instruction items the reply says the function serves")
+    declines: tuple[ItemDecline, ...] = ()
     usage: Usage = Field(default_factory=Usage)
     error: str | None = Field(default=None, description="why the analyst's reply could not be used")
     transcript: str | None = Field(default=None, description="file with the request and the raw reply")
@@ -39,6 +43,7 @@ class VerdictStep(BaseModel):
     accepted: bool
     reason: str
     evidence: Evidence | None = None
+    serves: tuple[int, ...] = Field(default=(), description="instruction items an accepted function serves")
     seconds: float = 0.0
 
 
@@ -52,6 +57,7 @@ class FinalStep(BaseModel):
     reason: Literal["clean", "no_findings", "max_steps"]
     accepted: tuple[str, ...] = ()
     residual_findings: int = 0
+    items: tuple[ItemState, ...] = Field(default=(), description="the instruction items as the chunk left them")
 
 
 Step = ProposalStep | VerdictStep | FinalStep
@@ -71,6 +77,17 @@ class ChunkTrace(BaseModel):
     @property
     def accepted(self) -> list[str]:
         return [s.function_name for s in self.steps if isinstance(s, VerdictStep) and s.accepted]
+
+    @property
+    def steps_taken(self) -> int:
+        """Analyst steps (proposals) this chunk took: what it spent of the drop's step budget."""
+        return sum(1 for s in self.steps if isinstance(s, ProposalStep))
+
+    @property
+    def items(self) -> tuple:
+        """The instruction items as this chunk left them (empty when the analyst does not read them)."""
+        final = next((s for s in reversed(self.steps) if isinstance(s, FinalStep)), None)
+        return final.items if final is not None else ()
 
     @property
     def usage(self) -> Usage:

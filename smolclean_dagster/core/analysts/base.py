@@ -8,6 +8,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..functions import CleaningFunction
+from ..instructions import ItemState
 from ..profile import Finding
 
 
@@ -31,6 +32,25 @@ class RegisteredSummary(BaseModel):
     columns: tuple[str, ...] = ()
 
 
+class Candidate(BaseModel):
+    """A ready-made function (from the rules) the model may adopt by name instead of writing code."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    docstring: str
+    columns: tuple[str, ...] = ()
+
+
+class ItemDecline(BaseModel):
+    """The analyst declines instruction item `number`, and says why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    number: int
+    reason: str
+
+
 class AnalysisRequest(BaseModel):
     """Everything the analyst may see for one step of one chunk.
 
@@ -51,6 +71,8 @@ class AnalysisRequest(BaseModel):
     feedback: str | None = None
     rejected: tuple[str, ...] = Field(default=(), description="names of functions rejected for this chunk")
     reference: pd.DataFrame | None = None
+    items: tuple[ItemState, ...] = Field(default=(), description="the instruction items and where each stands")
+    candidates: tuple[Candidate, ...] = Field(default=(), description="ready-made functions the model may adopt")
 
 
 class Usage(BaseModel):
@@ -77,6 +99,9 @@ class Proposal(BaseModel):
     issues: tuple[Issue, ...] = ()
     function: CleaningFunction | None = None
     status: Literal["clean", "needs_more_work"] = "needs_more_work"
+    serves: tuple[int, ...] = Field(default=(), description="instruction items the function carries out")
+    declines: tuple[ItemDecline, ...] = Field(default=(), description="instruction items declined, with reasons")
+    adopt: str | None = Field(default=None, description="the name of a ready-made candidate the model took")
     model: str | None = None
     prompt_hash: str | None = None
     usage: Usage = Field(default_factory=Usage)

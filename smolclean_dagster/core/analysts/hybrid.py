@@ -1,17 +1,24 @@
-"""HybridAnalyst: the rules first (free, deterministic), then the LLM on what the rules left."""
+"""HybridAnalyst: the model decides every step; the rules' ready-made functions are its candidates.
+
+The detectors' findings are evidence in the prompt, and every function the rules would write for the
+chunk is offered by name, so the model can adopt one (no code to write, a cheap reply) or ignore it
+when it goes against what the user asked (a rule lower-casing `F` where the user wants M/F). A rule's
+function lands in the module only when the model adopted it.
+"""
 
 from __future__ import annotations
 
-from .base import AnalysisRequest, Analyst, Proposal
+from .base import AnalysisRequest, Analyst, Candidate, Proposal
+
+#: Most candidates offered in one prompt (the first ones in the rules' priority order).
+MAX_CANDIDATES = 8
 
 
 class HybridAnalyst:
-    """Rules first, then the LLM: each step takes the rules' function while they have one not yet rejected
-    for this chunk, and asks the LLM otherwise (nothing left for the rules, or only rejected functions).
+    """The model leads, the rules propose: each step asks the model, showing the rules' candidate functions.
 
-    The LLM is asked at least once per chunk (`trusts_detectors = False`), since the user's instructions
-    may ask for what no detector and no rule sees. Functions from the rules carry no model in their
-    provenance, so the registry still tells which ones an LLM wrote.
+    Adopted functions keep the rules' template in their provenance (`rule`), and record the model that
+    chose them, so the registry still tells which code a model wrote and which came from a template.
 
     Example:
         >>> analyst = HybridAnalyst(RulesAnalyst(), LLMAnalyst(client))   # doctest: +SKIP
@@ -21,14 +28,26 @@ class HybridAnalyst:
 
     name = "hybrid"
     trusts_detectors = False
+    reads_instructions = True
 
     def __init__(self, rules: Analyst, llm: Analyst):
         self.rules = rules
         self.llm = llm
 
     def propose(self, request: AnalysisRequest) -> Proposal:
-        """The rules' next function if they have a fresh one, else the LLM's answer."""
-        proposal = self.rules.propose(request)
-        if proposal.function is not None and proposal.function.name not in request.rejected:
+        """The model's answer, with the rules' functions for this chunk offered as candidates."""
+        offered = {}
+        for function in self.rules.candidates(request):
+            if function.name not in request.rejected and len(offered) < MAX_CANDIDATES:
+                offered[function.name] = function
+        candidates = tuple(Candidate(name=f.name, docstring=f.docstring, columns=f.columns) for f in offered.values())
+        proposal = self.llm.propose(request.model_copy(update={"candidates": candidates}))
+        if proposal.adopt is None:
             return proposal
-        return self.llm.propose(request)
+        function = offered.get(proposal.adopt)
+        if function is None:
+            names = ", ".join(offered) or "none"
+            error = (f"you adopted `{proposal.adopt}`, which is not one of the candidates offered in this step "
+                     f"({names}); adopt one of them by its exact name, or write the function yourself in <code>")
+            return proposal.model_copy(update={"adopt": None, "error": error, "status": "needs_more_work"})
+        return proposal.model_copy(update={"function": function})

@@ -49,6 +49,7 @@ class LLMAnalyst:
 
     name = "llm"
     trusts_detectors = False
+    reads_instructions = True
 
     def __init__(
         self,
@@ -85,7 +86,10 @@ class LLMAnalyst:
             error = self._explain(exc, completion)
             log.info("chunk %s step %d: unusable reply from %s: %s", request.chunk_id, request.step, self.model, error)
             return Proposal(status="needs_more_work", error=error, **context)
-        return Proposal(issues=reply.issues, function=reply.function, status=reply.status, **context)
+        return Proposal(
+            issues=reply.issues, function=reply.function, status=reply.status, serves=reply.serves,
+            declines=reply.declines, adopt=reply.adopt, **context,
+        )
 
     def merge(self, dataset: str, functions: Sequence[CleaningFunction], instructions: str = "") -> MergeProposal:
         """Ask the model to merge `functions` (in module order) into one; the caller validates the result."""

@@ -16,6 +16,7 @@ from importlib import resources
 from typing import Any
 
 import jinja2
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -26,10 +27,12 @@ from ..sandbox.gate import ALLOWED_IMPORTS
 from .base import AnalysisRequest, RegisteredSummary
 from .client import Messages
 
-#: Budgets in characters (about 4 characters per token).
-REGISTRY_BUDGET = 6_000
-ROWS_BUDGET = 16_000
-VALUE_COUNTS_BUDGET = 3_000
+#: Budgets in characters (about 4 characters per token). A step's prompt stays near 3-4k tokens on a table of a
+#: dozen columns: rows are shown as JSON arrays under one header line (keys are not repeated on every row).
+REGISTRY_BUDGET = 4_000
+ROWS_BUDGET = 7_000
+VALUE_COUNTS_BUDGET = 2_000
+CANDIDATE_TEXT = 240
 #: Columns with at most this many distinct values over the reference rows get their value counts shown.
 MAX_DISTINCT_SHOWN = 40
 
@@ -42,6 +45,19 @@ class PromptEntry:
     columns: tuple[str, ...]
     text: str
     complete: bool = True
+
+
+@dataclass(frozen=True)
+class ColumnRow:
+    """One line of the prompt's column table: typed values (numbers, booleans, arrays) count as filled."""
+
+    column: str
+    filled: int
+    empty: int
+    null_tokens: int
+    distinct: int
+    dominant_shape: str
+    dominant_share: float
 
 
 @dataclass(frozen=True)
@@ -98,10 +114,10 @@ def analysis_messages(
 
     Example:
         >>> req = AnalysisRequest(dataset="demo", chunk_id="c0", step=1, chunk=pd.DataFrame({"a": [" x"]}))
-        >>> "jsonl" in analysis_messages(req)[1]["content"]
+        >>> '[" x"]' in analysis_messages(req)[1]["content"]
         True
     """
-    rows, shown = rows_as_jsonl(request.chunk, rows_budget)
+    rows, shown = rows_as_arrays(request.chunk, rows_budget)
     focus = {f.column for f in request.findings}
     entries = registry_for_prompt(request.registry, registry_budget, focus_columns=focus)
     return render(
@@ -117,12 +133,57 @@ def analysis_messages(
         rows=rows,
         rows_shown=shown,
         rows_total=len(request.chunk),
-        profiles=profile_columns(request.chunk),
+        profiles=column_rows(request.chunk),
         findings=list(request.findings),
         value_counts=value_counts(request.reference, value_counts_budget),
         allowed_imports=sorted(ALLOWED_IMPORTS),
         allow_row_drops=allow_row_drops,
+        items=list(request.items),
+        open_items=[f"#{i.number}" for i in request.items if i.state == "open"],
+        candidates=[
+            PromptEntry(name=c.name, columns=c.columns, text=_clip(" ".join(c.docstring.split()), CANDIDATE_TEXT))
+            for c in request.candidates
+        ],
     )
+
+
+def column_rows(df: pd.DataFrame) -> list[ColumnRow]:
+    """The column table: the text profile (shapes, null tokens) with every value counted, typed ones too.
+
+    A column whose values are not text (numbers after a function converted them, JSON arrays) shows their
+    JSON types as its shape ("number", "array"), since text shapes say nothing about them.
+    """
+    rows = []
+    for profile, name in zip(profile_columns(df), df.columns):
+        values = df[name].map(_plain)
+        missing = values.map(lambda v: v is None or v == "")
+        present = values[~missing]
+        typed = present[present.map(lambda v: not isinstance(v, str))]
+        distinct = present.map(lambda v: json.dumps(v, ensure_ascii=False, sort_keys=True, default=str)).nunique()
+        shape, share = profile.dominant_shape, profile.dominant_share
+        if len(typed) > len(present) - len(typed):
+            kinds = typed.map(_json_kind).value_counts()
+            shape, share = str(kinds.index[0]), round(float(kinds.iloc[0]) / len(present), 4)
+        rows.append(ColumnRow(column=profile.column, filled=len(present), empty=int(missing.sum()),
+                              null_tokens=profile.null_tokens, distinct=int(distinct), dominant_shape=shape,
+                              dominant_share=share))
+    return rows
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
 def merge_messages(dataset: str, functions: Sequence[CleaningFunction], instructions: str = "") -> Messages:
@@ -190,21 +251,22 @@ def _size(entries: list[PromptEntry]) -> int:
     return sum(len(e.name) + len(e.text) + sum(len(c) + 2 for c in e.columns) + 8 for e in entries)
 
 
-def rows_as_jsonl(df: pd.DataFrame, budget: int) -> tuple[str, int]:
-    """The rows as one JSON object per line, as many as fit in `budget` characters, and how many that is.
+def rows_as_arrays(df: pd.DataFrame, budget: int) -> tuple[str, int]:
+    """A header line with the column names, then each row as a JSON array, as many rows as fit in `budget`
+    characters, and how many rows that is.
 
-    JSON shows what matters for cleaning: surrounding spaces inside the quotes, and a real null
-    apart from the text "N/A".
+    JSON shows what matters for cleaning: surrounding spaces inside the quotes, a real null apart from the
+    text "N/A", a number apart from the text "12", an array apart from the text "[1, 2]".
     """
-    lines: list[str] = []
-    used = 0
-    for record in df.to_dict(orient="records"):
-        line = json.dumps({str(k): _plain(v) for k, v in record.items()}, ensure_ascii=False, default=str)
-        if lines and used + len(line) + 1 > budget:
+    lines = [json.dumps([str(c) for c in df.columns], ensure_ascii=False)]
+    used = len(lines[0]) + 1
+    for row in df.itertuples(index=False, name=None):
+        line = json.dumps([_plain(v) for v in row], ensure_ascii=False, default=str)
+        if len(lines) > 1 and used + len(line) + 1 > budget:
             break
         lines.append(line)
         used += len(line) + 1
-    return "\n".join(lines), len(lines)
+    return "\n".join(lines), len(lines) - 1
 
 
 def value_counts(reference: pd.DataFrame | None, budget: int) -> list[ColumnCounts]:
@@ -217,7 +279,8 @@ def value_counts(reference: pd.DataFrame | None, budget: int) -> list[ColumnCoun
     candidates = []
     for name in reference.columns:
         values = reference[name].map(_plain).dropna()
-        counts = values.map(lambda v: v if isinstance(v, str) else json.dumps(v, default=str)).value_counts(sort=True)
+        # Counted by their JSON text, so the number 12 and the text "12" stay two values, as they are.
+        counts = values.map(lambda v: json.dumps(v, ensure_ascii=False, default=str)).value_counts(sort=True)
         if 1 < len(counts) <= MAX_DISTINCT_SHOWN:
             candidates.append((str(name), counts))
     if not candidates:
@@ -227,7 +290,7 @@ def value_counts(reference: pd.DataFrame | None, budget: int) -> list[ColumnCoun
     for name, counts in candidates:
         top, used = [], len(name) + 20
         for value, count in counts.items():
-            cost = len(json.dumps(value, ensure_ascii=False)) + len(str(count)) + 4
+            cost = len(value) + len(str(count)) + 4
             if top and used + cost > share:
                 break
             top.append((value, int(count)))
@@ -237,7 +300,13 @@ def value_counts(reference: pd.DataFrame | None, budget: int) -> list[ColumnCoun
 
 
 def _plain(value: object) -> object:
-    """A cell as JSON can show it: None for missing, Python scalars for numpy ones."""
+    """A cell as JSON can show it: None for missing, Python values for numpy ones (arrays as lists)."""
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
     if pd.api.types.is_scalar(value) and pd.isna(value):
         return None
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):

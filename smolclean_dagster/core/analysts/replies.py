@@ -11,7 +11,14 @@ The format (documented in the README under "Reply format") is a few tagged secti
     def unify_city(df): ...
     ```
     </code>
+    <serves>1, 3</serves>
+    <declined>
+    - 7: not a row-level fix: removing duplicates needs the other rows
+    </declined>
     <status>needs_more_work</status>
+
+Instead of `<code>`, `<adopt>NAME</adopt>` takes a ready-made candidate function the prompt offered.
+`<serves>` names the instruction items the function carries out; `<declined>` declines items with a reason.
 
 The tags are markers, not XML: nothing is parsed as XML, so code may hold `<`, `>` and `&` as they are
 (the competitor lost replies to `<=` in code). What the parser forgives, because real models do it:
@@ -35,7 +42,7 @@ from typing import Literal
 
 from ..errors import SmolcleanError
 from ..functions import CleaningFunction
-from .base import Issue
+from .base import Issue, ItemDecline
 
 
 class ReplyError(SmolcleanError):
@@ -49,6 +56,9 @@ class AnalysisReply:
     issues: tuple[Issue, ...]
     function: CleaningFunction | None
     status: Literal["clean", "needs_more_work"]
+    serves: tuple[int, ...] = ()
+    declines: tuple[ItemDecline, ...] = ()
+    adopt: str | None = None
 
 
 _FLAGS = re.IGNORECASE | re.DOTALL
@@ -61,9 +71,18 @@ _FENCE_OPEN = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+-]*)[ \t]*\n", re.MULT
 _FENCE_BESIDE_TAG = re.compile(r"(<(?:code|function)>)[ \t]*(`{3,}|~{3,})", re.IGNORECASE)
 _TAG_BESIDE_FENCE = re.compile(r"(`{3,}|~{3,})[ \t]*(</(?:code|function)>)", re.IGNORECASE)
 #: Tags that start another section: where an unclosed <code> section ends at the latest.
-_NEXT_SECTION = re.compile(r"^[ \t]*<(issues|issues_detected|columns|status|chunk_status)>", re.IGNORECASE | re.MULTILINE)
+_NEXT_SECTION = re.compile(
+    r"^[ \t]*<(issues|issues_detected|columns|status|chunk_status|serves|declined|adopt)>", re.IGNORECASE | re.MULTILINE
+)
 _STATUS = re.compile(r"<(?:chunk_)?status>\s*([A-Za-z][A-Za-z _-]*)", re.IGNORECASE)
-_ISSUES = re.compile(r"<(issues|issues_detected)>(.*?)(?:</\1>|(?=<(?:code|function|columns|status|chunk_status)>)|\Z)", _FLAGS)
+_ISSUES = re.compile(
+    r"<(issues|issues_detected)>(.*?)(?:</\1>|(?=<(?:code|function|columns|status|chunk_status|serves|declined|adopt)>)|\Z)",
+    _FLAGS,
+)
+_SERVES = re.compile(r"<serves>(.*?)(?:</serves>|(?=<)|\Z)", _FLAGS)
+_DECLINED = re.compile(r"<declined?>(.*?)(?:</declined?>|(?=<(?:code|status|serves|adopt|issues)>)|\Z)", _FLAGS)
+_DECLINE_LINE = re.compile(r"^\s*(?:[-*\u2022]\s*)?#?(\d{1,3})\s*[:.)\-\u2013]\s*(.+?)\s*$")
+_ADOPT = re.compile(r"<adopt>\s*`?([A-Za-z_][A-Za-z0-9_]*)`?\s*(?:</adopt>)?", re.IGNORECASE)
 _COLUMNS = re.compile(r"<columns>(.*?)(?:</columns>|(?=<)|\Z)", _FLAGS)
 _SOLVED = re.compile(r"[\(\[]\s*solved\s*[\)\]]\s*$", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s*")
@@ -85,8 +104,17 @@ def parse_analysis_reply(text: str, *, columns: list[str] | tuple[str, ...] = ()
     body = strip_reasoning(text)
     code, rest = extract_code(body)
     function = _function(code, rest, columns) if code is not None else None
-    status = _status(rest, has_function=function is not None)
-    return AnalysisReply(issues=_issues(rest, columns), function=function, status=status)
+    adopt = _ADOPT.search(rest)
+    if adopt and function is not None:
+        raise ReplyError(
+            f"the reply both adopts `{adopt.group(1)}` and sends code; send either <adopt>NAME</adopt> or one "
+            "function in <code>, not both"
+        )
+    status = _status(rest, has_function=function is not None or adopt is not None)
+    return AnalysisReply(
+        issues=_issues(rest, columns), function=function, status=status, serves=_serves(rest),
+        declines=_declines(rest), adopt=adopt.group(1) if adopt else None,
+    )
 
 
 def parse_merge_reply(text: str) -> CleaningFunction | None:
@@ -281,6 +309,33 @@ def _issues(rest: str, columns: list[str] | tuple[str, ...]) -> tuple[Issue, ...
             column, text = head.strip().strip("`'\""), tail.strip()
         issues.append(Issue(description=text, column=column, solved=solved))
     return tuple(issues)
+
+
+def _serves(rest: str) -> tuple[int, ...]:
+    """The instruction item numbers of `<serves>`: "1, 3", "#2 #5", "items 4 and 6"."""
+    match = _SERVES.search(rest)
+    if match is None:
+        return ()
+    return tuple(dict.fromkeys(int(n) for n in re.findall(r"\d{1,3}", match.group(1))))
+
+
+def _declines(rest: str) -> tuple[ItemDecline, ...]:
+    """The items of `<declined>`, one per line as "N: reason"; a line without a reason is the model's fault."""
+    match = _DECLINED.search(rest)
+    if match is None:
+        return ()
+    out = []
+    for line in match.group(1).splitlines():
+        if not line.strip():
+            continue
+        found = _DECLINE_LINE.match(line)
+        if found is None:
+            raise ReplyError(
+                f"the <declined> line {line.strip()!r} is not 'N: reason'; write one line per declined item, "
+                "its number, a colon and why it cannot be done by a row-level function"
+            )
+        out.append(ItemDecline(number=int(found.group(1)), reason=found.group(2).strip()))
+    return tuple(out)
 
 
 def _declared_columns(rest: str) -> list[str]:

@@ -200,6 +200,8 @@ class RulesAnalyst:
     """
 
     name = "rules"
+    #: Templates do not read the user's words: instruction items stay open (and are reported so) offline.
+    reads_instructions = False
     #: Asked even when the loop's detectors find nothing in the chunk: dependencies between columns only
     #: show over the whole drop, which the analyst sees as reference rows.
     trusts_detectors = False
@@ -217,12 +219,25 @@ class RulesAnalyst:
 
     def propose(self, request: AnalysisRequest) -> Proposal:
         """Answer one step: every finding as an issue, and a function for the first one still fixable."""
-        findings = list(request.findings) or detect_issues(request.chunk)
-        findings += drop_findings(request, findings, {kind: rule.prefix for kind, rule in RULES.items()})
+        findings = self._findings(request)
         issues = tuple(Issue(description=f.message, column=f.column) for f in findings)
-        taken = {s.name for s in request.registry}
         if request.feedback:
             log.debug("rules: chunk %s: previous proposal rejected: %s", request.chunk_id, request.feedback)
+        for function in self._functions(request, findings):
+            log.info("rules: chunk %s step %d proposes %s", request.chunk_id, request.step, function.name)
+            return Proposal(issues=issues, function=function, status="needs_more_work")
+        return Proposal(issues=issues, function=None, status="clean")
+
+    def candidates(self, request: AnalysisRequest) -> list[CleaningFunction]:
+        """Every function the rules would write for this step, first to last: what a model may adopt."""
+        return list(self._functions(request, self._findings(request)))
+
+    def _findings(self, request: AnalysisRequest) -> list[Finding]:
+        findings = list(request.findings) or detect_issues(request.chunk)
+        return findings + drop_findings(request, findings, {kind: rule.prefix for kind, rule in RULES.items()})
+
+    def _functions(self, request: AnalysisRequest, findings: list[Finding]) -> Iterator[CleaningFunction]:
+        taken = {s.name for s in request.registry}
         for rule, found in _candidates(findings):
             base = _base_name(rule, found)
             name = _free_name(base, taken)
@@ -238,10 +253,7 @@ class RulesAnalyst:
             if context is None:
                 log.debug("rules: nothing safe to do for %s on %s", rule.kind, [f.column for f in found])
                 continue
-            function = self._render(rule.template, context, name, [f.column for f in found])
-            log.info("rules: chunk %s step %d proposes %s", request.chunk_id, request.step, name)
-            return Proposal(issues=issues, function=function, status="needs_more_work")
-        return Proposal(issues=issues, function=None, status="clean")
+            yield self._render(rule.template, context, name, [f.column for f in found])
 
     def _render(self, template: str, context: dict, name: str, columns: list[str]) -> CleaningFunction:
         code = self._templates.get_template(template).render(name=name, **context)

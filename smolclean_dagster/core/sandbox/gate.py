@@ -18,6 +18,11 @@ ALLOWED_IMPORTS = frozenset({
     "functools", "statistics", "unicodedata", "zoneinfo", "typing", "html",
 })
 
+#: Modules the allowed ones import from C at call time, through the caller's `__import__`
+#: (`datetime.strftime` imports `time`, `datetime.strptime` imports `_strptime`): the runtime import guard
+#: admits them so allowed code works in full; the static gate still refuses them in the code itself.
+INDIRECT_IMPORTS = frozenset({"time", "_strptime", "calendar", "locale"})
+
 _NO_FILES = "functions may not read or write files; work only on the `df` argument"
 _NO_DYNAMIC = "no dynamic code; write the logic out in the function"
 _NO_INTROSPECTION = "no reflection on the interpreter; use plain attribute access like `df.col` or `df[\"col\"]`"
@@ -145,7 +150,7 @@ def _split_top_level(tree: ast.Module, module: bool, reasons: list[str]) -> tupl
             screened.append(node)
         elif _is_docstring(node) and (index == 0 or not module):
             continue
-        elif module and isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_simple_assignment(node, reasons):
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_simple_assignment(node, reasons, module=module):
             screened.append(node)
         elif module and _is_main_guard(node):
             main_blocks.append(node)
@@ -153,8 +158,9 @@ def _split_top_level(tree: ast.Module, module: bool, reasons: list[str]) -> tupl
             reasons.append(f"line {node.lineno}: only a docstring, imports, functions, simple constants and an "
                            f"`if __name__ == \"__main__\":` block may appear at the top level of the module")
         else:
-            reasons.append(f"line {node.lineno}: only imports and one function definition may appear at the top "
-                           f"level; move this statement into the function")
+            reasons.append(f"line {node.lineno}: only imports, constants (`NAME = ` a literal dict, set, list, "
+                           f"tuple, string or number, or `re.compile(\"literal\")`) and one function definition may "
+                           f"appear at the top level; move this statement into the function")
     return screened, main_blocks
 
 
@@ -176,10 +182,13 @@ def _is_docstring(node: ast.stmt) -> bool:
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
 
 
-def _is_simple_assignment(node: ast.Assign | ast.AnnAssign, reasons: list[str]) -> bool:
-    """A module constant: plain names on the left, literals or names (or lists of them) on the right."""
+def _is_simple_assignment(node: ast.Assign | ast.AnnAssign, reasons: list[str], *, module: bool) -> bool:
+    """A constant: plain names on the left; on the right a literal (dict, set, list, tuple, string, number,
+    nested as deep as needed) or `re.compile` of a literal; in a module also names (`FUNCTIONS = [f, g]`)."""
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-    if not all(isinstance(t, ast.Name) for t in targets) or node.value is None or not _is_simple(node.value):
+    if not all(isinstance(t, ast.Name) for t in targets) or node.value is None:
+        return False
+    if not (_is_simple(node.value, names=module) or _is_compiled_pattern(node.value)):
         return False
     for target in targets:
         if target.id.startswith("__") and target.id not in _MODULE_DUNDERS:
@@ -188,14 +197,35 @@ def _is_simple_assignment(node: ast.Assign | ast.AnnAssign, reasons: list[str]) 
     return True
 
 
-def _is_simple(value: ast.expr) -> bool:
-    if isinstance(value, (ast.Constant, ast.Name)):
+def _is_simple(value: ast.expr, *, names: bool = True) -> bool:
+    if isinstance(value, ast.Constant) or (names and isinstance(value, ast.Name)):
         return True
     if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
-        return all(_is_simple(v) for v in value.elts)
+        return all(_is_simple(v, names=names) for v in value.elts)
     if isinstance(value, ast.Dict):
-        return all(k is not None and _is_simple(k) for k in value.keys) and all(_is_simple(v) for v in value.values)
+        return all(k is not None and _is_simple(k, names=names) for k in value.keys) and \
+            all(_is_simple(v, names=names) for v in value.values)
     return isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub) and isinstance(value.operand, ast.Constant)
+
+
+def _is_compiled_pattern(value: ast.expr) -> bool:
+    """`re.compile("literal")`, optionally with flags such as `re.IGNORECASE | re.VERBOSE`."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "compile"
+            and isinstance(value.func.value, ast.Name) and value.func.value.id == "re"):
+        return False
+    if not value.args or not (isinstance(value.args[0], ast.Constant) and isinstance(value.args[0].value, (str, bytes))):
+        return False
+    flags = list(value.args[1:]) + [k.value for k in value.keywords if k.arg == "flags"]
+    if len(value.args) > 2 or any(k.arg != "flags" for k in value.keywords):
+        return False
+    return all(_is_flag(f) for f in flags)
+
+
+def _is_flag(node: ast.expr) -> bool:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _is_flag(node.left) and _is_flag(node.right)
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "re" \
+        and node.attr.isupper()
 
 
 def _is_main_guard(node: ast.stmt) -> bool:

@@ -23,7 +23,7 @@ import pandas as pd
 
 from . import wire
 from .errors import FunctionFailed, ResourceLimitExceeded, SandboxCrashed, SandboxError, SandboxTimeout
-from .gate import ALLOWED_IMPORTS, FORBIDDEN_BUILTINS
+from .gate import ALLOWED_IMPORTS, FORBIDDEN_BUILTINS, INDIRECT_IMPORTS
 from .level import SandboxLevel
 
 logger = logging.getLogger("smolclean.sandbox")
@@ -194,7 +194,7 @@ def program_header(op: str, source: str, entry: str, *, cpu_s: float, screened: 
         "code": source,
         "entry": entry,
         "cpu_s": int(math.ceil(cpu_s)) + 1,
-        "allowed_imports": sorted(ALLOWED_IMPORTS) if screened else None,
+        "allowed_imports": sorted(ALLOWED_IMPORTS | INDIRECT_IMPORTS) if screened else None,
         "forbidden_builtins": sorted(FORBIDDEN_BUILTINS) if screened else [],
     }
 
