@@ -325,15 +325,15 @@ def test_an_outage_longer_than_the_retry_budget_stops_with_a_clear_error_and_kee
 
 def test_an_outage_in_the_middle_of_a_wave_is_resumed_by_finishing_that_wave_first(messy_csv, tmp_path):
     max_attempts = 2
-    outage = {"after_clean": 1, "left": max_attempts}  # down for one call, once the first chunk said "clean"
+    # Down for one analysis call (all its attempts) in the middle of the first wave, after three fixes were accepted.
+    outage = {"before": 3, "left": max_attempts}
 
     def respond(request: Recorded) -> Action:
         answer = model_right(request)
-        if outage["after_clean"] == 0 and outage["left"]:
+        if outage["before"] == 0 and outage["left"]:
             outage["left"] -= 1
             return fail(503, message="upstream down")
-        if answer.text == CLEAN:
-            outage["after_clean"] -= 1
+        outage["before"] -= 1
         return answer
 
     instance = dg.DagsterInstance.ephemeral()
@@ -349,12 +349,13 @@ def test_an_outage_in_the_middle_of_a_wave_is_resumed_by_finishing_that_wave_fir
         kept = [f.name for f in store.registry.load().functions]
         plan = store.load_model("chunks", ChunkPlan, "people.csv")
         unfinished = [c for c in plan.selected if not store.path("chunk_functions", c, "json").exists()]
-        assert kept == list(FIXES) and len(unfinished) == 1 and not plan.done
+        assert kept == list(FIXES)[:3] and len(unfinished) == 1 and not plan.done
         planned = len(_materializations(instance, "chunks"))
 
         outcome = learn(settings, messy_csv, instance)
 
-    assert outcome.validation.passed and [f.name for f in store.registry.load().functions] == kept
+    # Nothing accepted before the outage was lost or written twice; the chunk went on from where it stopped.
+    assert outcome.validation.passed and [f.name for f in store.registry.load().functions] == list(FIXES)
     # The interrupted wave was finished, and the registry published, before any more chunks were chosen.
     finished = _materializations(instance, "chunk_functions", unfinished[0])
     registry = _materializations(instance, "registry")

@@ -197,6 +197,12 @@ def select_wave(
     # One spread chunk per wave keeps rare dirt in unprobed regions reachable, while there is new dirt at all.
     if reasons and len(reasons) < room and spare:
         reasons[spare.pop(0)] = "spread sample"
+    # The first wave was one chunk: the second looks at one more part of the drop where dirt remains, so the
+    # functions meet rows other than those they were written on (as a larger first wave's spread sample did).
+    dirty = [i for i in spare if signatures.get(i)]
+    if not reasons and plan.waves == 1 and dirty:
+        reasons[dirty[0]] = "spread sample: residual issues " + ", ".join(signatures[dirty[0]][:6])
+        spare.remove(dirty[0])
     # Instructions no detector sees still need a chunk to be worked on.
     if not reasons and open_items and spare:
         reasons[spare.pop(0)] = "open instruction items: " + ", ".join(f"#{n}" for n in open_items)
