@@ -124,10 +124,10 @@ def same_exact(a: object, b: object) -> bool:
 def canonical(value: object) -> object:
     """The value with typing set aside: JSON held in a string read as JSON, numbers as floats."""
     if isinstance(value, str):
-        text = value.strip()
-        if text and (text[0] in "[{-0123456789" or text in ("true", "false", "null")):
+        # Only a string that is exactly JSON: " 50" keeps its stray space, and "0742" is no number in JSON.
+        if value and value == value.strip() and (value[0] in "[{-0123456789" or value in ("true", "false", "null")):
             try:
-                parsed = json.loads(text)
+                parsed = json.loads(value)
             except json.JSONDecodeError:
                 return value
             return canonical(parsed) if not isinstance(parsed, str) else value
