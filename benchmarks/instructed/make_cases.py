@@ -70,10 +70,10 @@ def _phone_spellings(digits: str) -> list[str]:
             f"({a}){b}-{c}", f"+1 ({a}) {b}-{c}"]
 
 
-def _list_spellings(rng: random.Random, items: list[str]) -> list[object]:
+def _list_spellings(items: list[str], none: str = "none") -> list[object]:
     """A list of lower-case names as a messy export holds it: arrays, separated strings, 'none' markers."""
     if not items:
-        return [[], "none", "None", "", None, "NKDA", "n/a", "-"]
+        return [[], "none", "None", "", None, none, "n/a", "-"]
     caps = [i.capitalize() for i in items]
     upper = [i.upper() for i in items]
     return [list(items), caps, ", ".join(caps), ";".join(items), "; ".join(upper), json.dumps(caps),
@@ -148,8 +148,8 @@ def patients(rng: random.Random, n: int = 60) -> tuple[list[dict], list[dict]]:
                                         blood.replace("+", "+ve").replace("-", "-ve")], 0.4) if blood
                            else rng.choice([None, "unknown", "N/A", "-", ""])),
             "smoker": _dirty(rng, _bool_spellings(smoker), 0.6),
-            "allergies": _dirty(rng, _list_spellings(rng, allergies), 0.7),
-            "medications": _dirty(rng, _list_spellings(rng, meds), 0.6),
+            "allergies": _dirty(rng, _list_spellings(allergies, none="NKDA"), 0.7),
+            "medications": _dirty(rng, _list_spellings(meds), 0.6),
             "address": d_address,
         })
     return dirty, truth
@@ -190,7 +190,9 @@ def products(rng: random.Random, n: int = 75) -> tuple[list[dict], list[dict]]:
         number, names = CATEGORIES[category]
         name = rng.choice(names)
         brand = rng.choice(BRANDS).upper()
-        cents = rng.choice([rng.randrange(199, 9999), rng.randrange(999, 49999), rng.randrange(100000, 250000)])
+        # Electronics reach the thousands (and their separators); the rest cost what such things cost.
+        top = 250000 if category == "Electronics" else 12000
+        cents = rng.choice([rng.randrange(199, 4999), rng.randrange(999, top)])
         price = f"{cents // 100}.{cents % 100:02d}"
         grams = rng.randrange(60, 8000)
         while grams % 1000 == 0:
