@@ -105,7 +105,8 @@ def patients(rng: random.Random, n: int = 60) -> tuple[list[dict], list[dict]]:
         code, state, city, zip3 = rng.choice(PLACES)
         zip5 = zip3 + f"{rng.randrange(0, 100):02d}"
         street = f"{rng.randrange(1, 999)} {rng.choice(STREETS)}"
-        phone = f"{rng.choice(['617', '212', '973', '619', '512', '312', '206', '860'])}555{rng.randrange(0, 10000):04d}"
+        area = rng.choice(["617", "212", "973", "619", "512", "312", "206", "860"])
+        phone = f"{area}555{rng.randrange(0, 10000):04d}"
         email = (f"{first}.{last}{rng.randrange(1, 99)}@{rng.choice(['gmail.com', 'yahoo.com', 'outlook.com'])}".lower()
                  if rng.random() > 0.15 else None)
         blood = rng.choice(BLOOD) if rng.random() > 0.1 else None
@@ -262,7 +263,8 @@ def transactions(rng: random.Random, n: int = 90) -> tuple[list[dict], list[dict
         last4 = f"{rng.randrange(0, 10000):04d}"
         abroad = rng.random() < 0.2
         first, last = rng.choice(FIRST_M + FIRST_F), rng.choice(LAST)
-        email = f"{first}.{last}@{rng.choice(['gmail.com', 'example.org', 'mail.com'])}".lower() if rng.random() > 0.12 else None
+        domain = rng.choice(["gmail.com", "example.org", "mail.com"])
+        email = f"{first}.{last}@{domain}".lower() if rng.random() > 0.12 else None
         amount = cents / 100
         t = {"txn_id": f"TXN-{number:06d}", "timestamp": when.strftime("%Y-%m-%dT%H:%M:%S"), "customer_email": email,
              "amount": amount, "currency": currency, "type": kind, "status": status, "channel": CHANNELS[channel],
@@ -275,7 +277,8 @@ def transactions(rng: random.Random, n: int = 90) -> tuple[list[dict], list[dict
         if when.second == 0:
             hour12 = when.hour % 12 or 12
             stamps += [when.strftime("%Y-%m-%d %H:%M"), when.strftime("%m/%d/%Y %H:%M"),
-                       f"{when.month}/{when.day}/{when.year} {hour12}:{when.minute:02d} {'PM' if when.hour >= 12 else 'AM'}"]
+                       f"{when.month}/{when.day}/{when.year} {hour12}:{when.minute:02d} "
+                       + ("PM" if when.hour >= 12 else "AM")]
         text = _amount_text(cents)
         plain = f"{abs(cents) / 100:.2f}"
         sign = "-" if cents < 0 else ""

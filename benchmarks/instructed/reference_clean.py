@@ -22,6 +22,7 @@ STATES = {"massachusetts": "MA", "new york": "NY", "new jersey": "NJ", "californ
 COUNTRIES = {"usa": "US", "united states": "US", "u.s.": "US", "germany": "DE", "deu": "DE", "uk": "GB",
              "united kingdom": "GB", "u.k.": "GB", "gbr": "GB", "china": "CN", "chn": "CN", "japan": "JP",
              "jpn": "JP", "mexico": "MX", "mex": "MX"}
+CATEGORIES = {"electronics": 1, "home": 2, "garden": 3, "toys": 4, "clothing": 5}
 DATE_FORMATS = ["%Y-%m-%d", "%m/%d/%Y", "%Y/%m/%d", "%B %d, %Y", "%d %b %Y", "%d-%b-%Y", "%Y%m%d"]
 TIME_FORMATS = ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%m/%d/%Y %H:%M:%S", "%d %b %Y %H:%M:%S",
                 "%Y-%m-%d %H:%M", "%m/%d/%Y %H:%M", "%m/%d/%Y %I:%M %p"]
@@ -104,7 +105,7 @@ def product(r: dict) -> dict:
     return {
         "sku": f"{sku[:3]}-{sku[3:]}",
         "product_name": " ".join(r["product_name"].split()),
-        "category": str({"electronics": 1, "home": 2, "garden": 3, "toys": 4, "clothing": 5}[r["category"].strip().lower()]),
+        "category": str(CATEGORIES[r["category"].strip().lower()]),
         "brand": r["brand"].strip().upper(),
         "price": f"{float(price):.2f}",
         "weight_kg": repr(int(grams[1]) / 1000) if grams else repr(float(re.sub(r"\s*kg$", "", weight))),
