@@ -118,6 +118,16 @@ def encode_frame(df: pd.DataFrame) -> bytes:
     Object columns holding values that are not all text (JSON numbers, booleans, lists, objects) travel
     as JSON text and come back as the same Python values; text object columns come back as object columns.
     """
+    table = frame_to_table(df)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def frame_to_table(df: pd.DataFrame) -> pa.Table:
+    """A DataFrame as an Arrow table that `table_to_frame` turns back into the same frame, typed values
+    included (the storage of learning's frames uses it too)."""
     json_columns, object_columns, converted = [], [], {}
     for i, name in enumerate(df.columns):
         series = df.iloc[:, i]
@@ -137,12 +147,8 @@ def encode_frame(df: pd.DataFrame) -> bytes:
         for i, texts in converted.items():
             df.isetitem(i, pd.Series(texts, index=df.index, dtype=object))
     table = pa.Table.from_pandas(df, preserve_index=None, nthreads=1)
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}), JSON_COLUMNS: json.dumps(json_columns),
-                                           OBJECT_COLUMNS: json.dumps(object_columns)})
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), JSON_COLUMNS: json.dumps(json_columns),
+                                          OBJECT_COLUMNS: json.dumps(object_columns)})
 
 
 def _is_null(value: object) -> bool:
@@ -159,6 +165,11 @@ def decode_frame(data: bytes) -> pd.DataFrame:
         table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise WireError(f"result is not an Arrow IPC table: {exc}") from None
+    return table_to_frame(table)
+
+
+def table_to_frame(table: pa.Table) -> pd.DataFrame:
+    """The DataFrame `frame_to_table` made `table` from; raises WireError for a table that is not plain."""
     for field in table.schema:
         if _has_extension_type(field.type):
             raise WireError(f"column {field.name!r} has the type {field.type}, which holds an extension type")
