@@ -46,8 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("file", type=Path)
     apply.add_argument("-o", "--output", type=Path, required=True, help="OUT.parquet (default), OUT.csv or OUT.jsonl")
     apply.add_argument("--batch-size", type=int, default=20_000, help="rows per batch (memory grows with it)")
-    apply.add_argument("--workers", type=int, default=1,
-                       help="sandbox workers cleaning batches side by side (more is faster on free cores, uses more memory)")
+    apply.add_argument("--workers", type=int, default=None,
+                       help="sandbox workers cleaning batches side by side (default: one per core; memory grows with "
+                            "batch size x workers)")
 
     ui = sub.add_parser("ui", help="the Dagster UI (and daemon) on a workdir")
     ui.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)

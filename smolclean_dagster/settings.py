@@ -57,7 +57,10 @@ class DatasetSettings(BaseModel):
     require_strong_sandbox: bool = False
     timeout_s: float = Field(default=20.0, gt=0)
     apply_batch_size: int = Field(default=20_000, gt=0, description="rows per batch when a drop is cleaned")
-    apply_workers: int = Field(default=1, gt=0, le=16, description="sandbox workers cleaning batches side by side")
+    apply_workers: int | None = Field(
+        default=None, gt=0, le=64,
+        description="sandbox workers cleaning batches side by side; unset: one per core (memory: batch size x workers)",
+    )
     cleaned_format: Literal["parquet", "csv"] = Field(default="parquet", description="format of cleaned drops")
     residual_threshold: float = Field(
         default=0.01, ge=0.0, le=1.0,

@@ -22,7 +22,7 @@ def test_csv_cells_stay_exactly_as_written(tmp_path):
     }
 
 
-def test_tsv_jsonl_json_and_parquet_read_as_text(tmp_path):
+def test_tsv_reads_as_text_and_jsonl_json_parquet_keep_their_types(tmp_path):
     (tmp_path / "a.tsv").write_text("x\ty\n1\tN/A\n", encoding="utf-8")
     assert read_drop(tmp_path / "a.tsv").to_dict("list") == {"x": ["1"], "y": ["N/A"]}
 
@@ -31,16 +31,17 @@ def test_tsv_jsonl_json_and_parquet_read_as_text(tmp_path):
     )
     b = read_drop(tmp_path / "b.jsonl")
     assert list(b.columns) == ["id", "tags", "ok", "extra"]
-    assert b["id"].tolist() == ["1", "2"]
-    assert json.loads(b["tags"][0]) == ["a", "b"]
-    assert b["ok"][0] == "true" and b["ok"][1] is None
+    assert b["id"].tolist() == [1, 2]
+    assert b["tags"][0] == ["a", "b"]
+    assert b["ok"][0] is True and b["ok"][1] is None
 
     (tmp_path / "c.json").write_text(json.dumps([{"v": 1.5}, {"v": "x"}]))
-    assert read_drop(tmp_path / "c.json")["v"].tolist() == ["1.5", "x"]
+    assert read_drop(tmp_path / "c.json")["v"].tolist() == [1.5, "x"]
 
-    pq.write_table(pa.table({"n": [1, None], "s": ["a", "b"]}), tmp_path / "d.parquet")
+    pq.write_table(pa.table({"n": [1, None], "s": ["a", "b"], "l": [[1, 2], None]}), tmp_path / "d.parquet")
     d = read_drop(tmp_path / "d.parquet")
-    assert d["n"].tolist() == ["1", None] and d["s"].tolist() == ["a", "b"]
+    assert d["n"].tolist() == [1, None] and d["s"].tolist() == ["a", "b"] and d["l"].tolist() == [[1, 2], None]
+    assert type(d["n"][0]) is int
 
 
 @pytest.mark.parametrize(

@@ -135,8 +135,23 @@ def test_returning_something_that_is_not_a_frame_is_refused(sandbox, frame):
 
 
 def test_a_frame_that_arrow_cannot_carry_is_the_functions_fault(sandbox, frame):
+    # Mixed JSON values (numbers beside text) travel; Python sets are neither JSON nor an Arrow type.
     with pytest.raises(FunctionFailed, match="cannot be stored.*one type"):
-        sandbox.run("def f(df):\n    return df.assign(mixed=[1, 'a'] * 500)\n", frame)
+        sandbox.run("def f(df):\n    return df.assign(mixed=[{1}, 'a'] * 500)\n", frame)
+
+
+def test_typed_values_cross_the_sandbox_as_the_same_python_values(sandbox):
+    typed = pd.DataFrame({
+        "id": pd.Series([0, 1, None], dtype=object),
+        "tags": pd.Series([["a", "b"], [], None], dtype=object),
+        "meta": pd.Series([{"k": 1}, {"k": {"deep": [1.0, True]}}, None], dtype=object),
+        "mixed": pd.Series([1.0, "x", False], dtype=object),
+        "name": pd.Series(["Ann", None, ""], dtype=object),
+    })
+    out = sandbox.run("def f(df):\n    return df\n", typed)
+    assert out.to_dict("list") == typed.to_dict("list")
+    assert [type(v) for v in out["mixed"]] == [float, str, bool] and type(out["id"][0]) is int
+    assert all(out[c].dtype == object for c in out.columns)
 
 
 def test_output_over_the_cap_is_refused(frame):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
 from smolclean_dagster.core.functions import CleaningFunction
-from smolclean_dagster.core.validate import check_candidate
+from smolclean_dagster.core.validate import MAX_COST_PER_ROW_S, check_candidate, measure_cost
 
 CHUNK = pd.DataFrame({"city": [" Boston", "boston", "N/A", "Chicago ", "chicago"], "n": ["1", "2", "3", "4", "5"]},
                      dtype=object)
@@ -59,3 +61,19 @@ def test_dropping_rows_is_allowed_and_counted_when_the_instructions_ask(sandbox)
     verdict = check_candidate(drop, CHUNK, HOLDOUT, sandbox, allow_row_drops=True)
     assert verdict.accepted and verdict.evidence.rows_dropped == 1
     assert "dropped 1 row" in verdict.reason
+
+
+def test_a_per_row_loop_is_sent_back_with_its_measured_cost(sandbox):
+    loop = fn("df = df.copy()\ncities = []\nfor _, row in df.iterrows():\n    cities.append(row['city'].strip().title())\n"
+              "df['city'] = cities\nreturn df")
+    verdict = check_candidate(loop, CHUNK, HOLDOUT, sandbox, timeout_s=30)
+    assert not verdict.accepted
+    measured = re.search(r"too slow for real drops: ([\d.]+) us per row \(([\d.]+) s on 5000 rows", verdict.reason)
+    assert measured, verdict.reason
+    assert float(measured.group(1)) > MAX_COST_PER_ROW_S * 1e6
+    assert "vectorise" in verdict.reason and "pd.factorize" in verdict.reason
+
+    # the same job done on whole columns passes the same measurement
+    vectorised = fn("df = df.copy()\ndf['city'] = df['city'].str.strip().str.title()\nreturn df")
+    per_row, rows = measure_cost(vectorised, [CHUNK, HOLDOUT], sandbox)
+    assert rows == 5000 and 0 < per_row <= MAX_COST_PER_ROW_S

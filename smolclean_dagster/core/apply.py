@@ -1,9 +1,10 @@
 """Apply an exported cleaning module to a drop: batch by batch, in parallel sandbox workers, in bounded memory.
 
-The drop streams in batches (pyarrow's incremental CSV reader), each batch is cleaned by one of
-`workers` dedicated sandbox processes, and the results are written in input order as they come back.
-At most `workers` batches are in flight, so memory depends on the batch size and the number of workers,
-never on the size of the file. A bounded, evenly spread sample of the cleaned rows feeds the residual
+The drop streams in batches (pyarrow's incremental CSV reader, JSONL line by line, Parquet row group by
+row group), each batch is cleaned by one of `workers` dedicated sandbox processes (one per core by
+default), and the results are written in input order as they come back, by the same writer as the
+exported module's `__main__` (`drop_io`), so both give the same output. At most `workers` batches are in
+flight, so memory depends on the batch size and the number of workers, never on the size of the file. A bounded, evenly spread sample of the cleaned rows feeds the residual
 report (what the detectors still find).
 """
 
@@ -20,10 +21,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .drop_io import BATCH_ROWS, BatchWriter, output_kind
 from .drops import drop_format, iter_batches
 from .errors import SmolcleanError
 from .residual import DEFAULT_SAMPLE_ROWS, ResidualReport, RowSampler, residual_report
@@ -50,13 +51,16 @@ class ApplyResult:
 
 
 def output_format(path: Path) -> str:
-    """The output format from the file extension: parquet (default), csv or jsonl."""
-    suffix = path.suffix.lower()
-    if suffix in (".csv", ".tsv"):
-        return "csv"
-    if suffix in (".jsonl", ".ndjson"):
-        return "jsonl"
-    return "parquet"
+    """The output format from the file extension: parquet (default), csv, tsv or jsonl."""
+    return output_kind(path)
+
+
+def default_workers() -> int:
+    """Sandbox workers to clean with when none are asked for: one per core this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def read_module_version(source: str) -> int | None:
@@ -99,15 +103,16 @@ def apply_module(
     output_path: Path | str,
     *,
     sandbox,
-    batch_size: int = 20_000,
-    workers: int = 1,
+    batch_size: int = BATCH_ROWS,
+    workers: int | None = None,
     timeout_s: float = 120.0,
     residual_rows: int = DEFAULT_SAMPLE_ROWS,
     on_batch: Callable[[int, int], None] | None = None,
 ) -> ApplyResult:
     """Clean `input_path` with the module's `clean(df)` in sandbox batches and write `output_path`.
 
-    `workers` sandbox processes clean batches side by side; the output keeps the input's row order.
+    `workers` sandbox processes (default: one per core) clean batches side by side; the output keeps the
+    input's row order.
     The output appears only when every batch is cleaned (written to a temporary file, then renamed).
     `on_batch(batches_done, rows_done)` is called after each batch is written.
 
@@ -116,12 +121,13 @@ def apply_module(
         >>> with Sandbox() as sb:                                                      # doctest: +SKIP
         ...     apply_module(Path("clean_customers.py").read_text(), "in.csv", "out.parquet", sandbox=sb, workers=2)
     """
+    workers = default_workers() if workers is None else workers
     if workers < 1:
         raise SmolcleanError(f"workers={workers}: at least one sandbox worker is needed")
     input_path, output_path = Path(input_path), Path(output_path)
     output_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = output_path.with_name(f".{output_path.name}.{os.getpid()}.tmp")
-    writer = _BatchWriter(tmp, output_format(output_path))
+    writer = BatchWriter(tmp, output_format(output_path))
     sampler = RowSampler(residual_rows)
     started = time.perf_counter()
     rows_in = rows_out = batches = 0
@@ -132,7 +138,10 @@ def apply_module(
             cleaned = future.result()
         except SmolcleanError as exc:
             raise SmolcleanError(f"{input_path.name}, rows {start + 1}-{start + size} (batch {batches + 1}): {exc}") from exc
-        writer.write(cleaned)
+        try:
+            writer.write(cleaned)
+        except ValueError as exc:
+            raise SmolcleanError(f"{output_path.name}, rows {start + 1}-{start + size}: {exc}") from exc
         sampler.add(cleaned)
         rows_in, rows_out, batches = rows_in + size, rows_out + len(cleaned), batches + 1
         del cleaned
@@ -168,59 +177,3 @@ def apply_module(
         input_path, output_path, rows_in, rows_out, batches, round(time.perf_counter() - started, 3), workers,
         residual_report(sampler.sample()),
     )
-
-
-class _BatchWriter:
-    """Appends cleaned batches to one output file: Parquet (schema fixed by the first batch), CSV or JSONL."""
-
-    def __init__(self, path: Path, fmt: str) -> None:
-        self.path = path
-        self.fmt = fmt
-        self._parquet: pq.ParquetWriter | None = None
-        self._written = False
-
-    def write(self, df: pd.DataFrame) -> None:
-        first = not self._written
-        self._written = True
-        if self.fmt == "csv":
-            df.to_csv(self.path, mode="w" if first else "a", header=first, index=False)
-        elif self.fmt == "jsonl":
-            df.to_json(self.path, orient="records", lines=True, force_ascii=False, mode="w" if first else "a")
-        else:
-            self._write_parquet(df)
-
-    def _write_parquet(self, df: pd.DataFrame) -> None:
-        table = pa.Table.from_pandas(df, preserve_index=False)
-        if self._parquet is None:
-            table = table.cast(pa.schema([_text_if_null(f) for f in table.schema]))
-            self._parquet = pq.ParquetWriter(self.path, table.schema)
-        else:
-            try:
-                table = table.cast(self._parquet.schema)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise SmolcleanError(
-                    f"{self.path.name}: a batch's columns changed type ({exc}); make the module return the same "
-                    "types for every batch, or write CSV (-o OUT.csv, or the setting cleaned_format: csv)"
-                ) from exc
-        self._parquet.write_table(table)
-
-    def close(self) -> None:
-        """Finish the file; a drop with no rows still gets an (empty) output file."""
-        if not self._written:
-            self.write(pd.DataFrame())
-        if self._parquet is not None:
-            self._parquet.close()
-            self._parquet = None
-
-    def abort(self) -> None:
-        """Drop the unfinished file."""
-        with contextlib.suppress(Exception):
-            if self._parquet is not None:
-                self._parquet.close()
-        self._parquet = None
-        self.path.unlink(missing_ok=True)
-
-
-def _text_if_null(field: pa.Field) -> pa.Field:
-    # A column that is all-null in the first batch would fix the type to null for the whole file.
-    return field.with_type(pa.string()) if pa.types.is_null(field.type) else field

@@ -1,8 +1,9 @@
 """Drops and chunks: read an input file raw, and slice it into stably named chunks.
 
 A drop is read RAW: every CSV/TSV cell is the string exactly as written, so "N/A", "" and "none" reach
-the analyst and the cleaning functions unchanged. JSON keeps nested values (serialised to JSON text
-so that every column stays a plain string column the functions can work on).
+the analyst and the cleaning functions unchanged. JSON, JSONL and Parquet values keep their types: a
+number stays a number, a list a list, an object a dict, null None (see `drop_io`, which the exported
+module's `__main__` shares, so learning and both ways of cleaning see the same values).
 
 A drop that cannot be read as it is raises DropReadError naming the file, the problem and, where there
 is one, the line; nothing is guessed (see the README, "Reliability", for each kind of bad file). A file
@@ -22,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from .delimited import delimited_frames, delimited_header, describe_problem
+from .drop_io import arrow_frame, json_frame
 from .errors import DropReadError
 
 #: Extensions we can read, mapped to the reader's name. Add a format by adding a reader below.
@@ -69,7 +71,7 @@ def drop_key(path: Path | str) -> str:
 
 
 def read_drop(path: Path | str) -> pd.DataFrame:
-    """Read a drop raw: every CSV cell a string exactly as written.
+    """Read a drop raw: every CSV cell a string exactly as written, JSON and Parquet values with their types.
 
     Example:
         >>> df = read_drop("customers.csv")          # doctest: +SKIP
@@ -187,19 +189,6 @@ def _delimited_rows(path: Path, sep: str, names: list[str]) -> Iterator[pd.DataF
         raise DropReadError(f"{path}: {describe_problem(path, sep) or exc}") from exc
 
 
-def _to_text(value: object) -> object:
-    """JSON scalars become their text; nested values become JSON text; null stays None."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return json.dumps(value)
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
 def _records_frame(path: Path, records: list[object], lines: list[int] | None = None) -> pd.DataFrame:
     for i, rec in enumerate(records):
         if not isinstance(rec, dict):
@@ -207,11 +196,7 @@ def _records_frame(path: Path, records: list[object], lines: list[int] | None = 
             raise DropReadError(f"{path}: {where} is a JSON {_json_kind(rec)}, expected an object {{...}}")
     if not records:
         raise DropReadError(f"{path}: holds no records; nothing to read")
-    columns: dict[str, None] = {}
-    for rec in records:
-        columns.update(dict.fromkeys(rec))  # type: ignore[arg-type]
-    rows = [[_to_text(rec.get(c)) for c in columns] for rec in records]  # type: ignore[union-attr]
-    return pd.DataFrame(rows, columns=list(columns), dtype=object)
+    return json_frame(records)
 
 
 def _json_kind(value: object) -> str:
@@ -220,6 +205,15 @@ def _json_kind(value: object) -> str:
 
 
 def _read_jsonl(path: Path) -> pd.DataFrame:
+    records, lines = [], []
+    for batch_records, batch_lines in _jsonl_records(path, None):
+        records += batch_records
+        lines += batch_lines
+    return _records_frame(path, records, lines)
+
+
+def _jsonl_records(path: Path, batch_rows: int | None) -> Iterator[tuple[list[object], list[int]]]:
+    """The records of a JSONL file with their line numbers, `batch_rows` at a time (all at once for None)."""
     _check_text(path, "jsonl")
     records, lines = [], []
     with path.open(encoding="utf-8-sig") as fh:
@@ -235,9 +229,13 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
                         f"{path}: line {lineno} is not valid JSON: {exc.msg} (column {exc.colno})"
                     ) from exc
                 lines.append(lineno)
+                if len(records) == batch_rows:
+                    yield records, lines
+                    records, lines = [], []
         except UnicodeDecodeError as exc:
             raise DropReadError(f"{path}: line {lineno + 1} is not valid UTF-8; re-encode the file as UTF-8") from exc
-    return _records_frame(path, records, lines)
+    if records or batch_rows is None:
+        yield records, lines
 
 
 def _read_json_array(path: Path) -> pd.DataFrame:
@@ -257,19 +255,17 @@ def _read_json_array(path: Path) -> pd.DataFrame:
 def _read_parquet(path: Path) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path)
-    for field in table.schema:
+    _check_parquet_schema(path, pq.read_schema(path))
+    return arrow_frame(pq.read_table(path))
+
+
+def _check_parquet_schema(path: Path, schema) -> None:
+    for field in schema:
         if _is_binary(field.type):
             raise DropReadError(
                 f"{path}: column {field.name!r} holds raw bytes (Parquet type {field.type}), which smolclean cannot "
                 "show as text; store it as a string column, or leave it out"
             )
-    # Parquet has real types; the functions see text like for every other format. Going through Python
-    # values (not pandas) keeps integers with nulls as "1", not "1.0".
-    return pd.DataFrame(
-        {name: [_parquet_text(v) for v in table.column(name).to_pylist()] for name in table.column_names},
-        dtype=object,
-    )
 
 
 def _is_binary(kind) -> bool:
@@ -280,14 +276,6 @@ def _is_binary(kind) -> bool:
     return pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind) or (
         hasattr(pa.types, "is_binary_view") and pa.types.is_binary_view(kind)
     )
-
-
-def _parquet_text(value: object) -> object:
-    if isinstance(value, (str, bool, int, float, list, dict)) or value is None:
-        return _to_text(value) if not isinstance(value, (list, dict)) else json.dumps(value, default=str, ensure_ascii=False)
-    if hasattr(value, "isoformat"):
-        return value.isoformat()  # type: ignore[no-any-return]
-    return str(value)
 
 
 @dataclass(frozen=True)
@@ -321,21 +309,59 @@ def make_chunks(drop: str, n_rows: int, size: int) -> list[Chunk]:
 
 
 def iter_batches(path: Path | str, batch_size: int) -> Iterator[pd.DataFrame]:
-    """Read a drop in batches of `batch_size` rows, raw like `read_drop`, with bounded memory for CSV/TSV.
+    """Read a drop in batches of `batch_size` rows, raw like `read_drop`, in memory bounded by the batch.
 
-    CSV and TSV stream through the same pyarrow reader as `read_drop`; the other formats are read whole
-    and sliced. Raises DropReadError like `read_drop`, also after the last batch when the file changed or
-    disappeared meanwhile (so a caller writing the batches somewhere must not publish them before the end).
+    CSV and TSV stream through the same pyarrow reader as `read_drop`, JSONL line by line, Parquet row
+    group by row group; a JSON array is one value and is read whole, then sliced. Raises DropReadError like
+    `read_drop`, also after the last batch when the file changed or disappeared meanwhile (so a caller
+    writing the batches somewhere must not publish them before the end).
     """
     path = Path(path)
     fmt = drop_format(path)
-    if fmt not in ("csv", "tsv"):
+    if fmt == "json":
         df = read_drop(path)
         for start in range(0, len(df), batch_size):
             yield df.iloc[start : start + batch_size].reset_index(drop=True)
         return
-    sep = "\t" if fmt == "tsv" else ","
     before = _file_version(path)
+    if fmt == "jsonl":
+        batches = _jsonl_batches(path, batch_size)
+    elif fmt == "parquet":
+        batches = _parquet_batches(path, batch_size)
+    else:
+        batches = _delimited_batches(path, "\t" if fmt == "tsv" else ",", batch_size)
+    import pyarrow as pa
+
+    try:
+        yield from batches
+    except DropReadError:
+        raise
+    except UnicodeDecodeError as exc:
+        raise DropReadError(f"{path}: not valid UTF-8 at byte {exc.start}; re-encode the file as UTF-8") from exc
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise DropReadError(f"{path}: cannot read as {fmt}: {exc}") from exc
+    _check_unchanged(path, before)
+
+
+def _jsonl_batches(path: Path, batch_size: int) -> Iterator[pd.DataFrame]:
+    any_rows = False
+    for records, lines in _jsonl_records(path, batch_size):
+        any_rows = True
+        yield _records_frame(path, records, lines)
+    if not any_rows:
+        _records_frame(path, [], [])  # raises: the file holds no records
+
+
+def _parquet_batches(path: Path, batch_size: int) -> Iterator[pd.DataFrame]:
+    import pyarrow.parquet as pq
+
+    parquet = pq.ParquetFile(path)
+    _check_parquet_schema(path, parquet.schema_arrow)
+    for batch in parquet.iter_batches(batch_size=batch_size):
+        yield arrow_frame(batch)
+
+
+def _delimited_batches(path: Path, sep: str, batch_size: int) -> Iterator[pd.DataFrame]:
     names = _delimited_names(path, sep)
     pending: list[pd.DataFrame] = []
     rows = 0
@@ -347,6 +373,5 @@ def iter_batches(path: Path | str, batch_size: int) -> Iterator[pd.DataFrame]:
             yield joined.iloc[:batch_size].reset_index(drop=True)
             rest = joined.iloc[batch_size:].reset_index(drop=True)
             pending, rows = [rest], len(rest)
-    _check_unchanged(path, before)
     if rows:
         yield pd.concat(pending, ignore_index=True)

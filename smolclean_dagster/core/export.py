@@ -1,7 +1,8 @@
 """Render the registry as one readable, runnable Python module per dataset.
 
 The module is what users review and commit: a header, the merged imports, the functions in order,
-`FUNCTIONS`, `clean(df)` and a `__main__` that cleans a file. The same registry always renders the
+`FUNCTIONS`, `clean(df)` and a `__main__` that cleans a file batch by batch with the same reading and
+writing code as `smolclean apply` (`drop_io`). The same registry always renders the
 same bytes, so re-exporting an unchanged registry changes nothing in version control.
 """
 
@@ -10,53 +11,41 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from . import drop_io
 from .errors import ExportError
 from .functions import split_imports
 from .registry import Registry, write_atomic
 
-_MAIN = '''
+_MAIN_HEAD = """
 
 if __name__ == "__main__":
-    # Cleans a file: python {filename} IN OUT  (IN: .csv .tsv .jsonl .json .parquet; OUT: .csv .parquet .jsonl)
-    import json as _json
+    # Cleans a file batch by batch, in memory bounded by the batch:
+    #     python {filename} IN OUT [BATCH_ROWS]
+    # IN: .csv .tsv .jsonl .json .parquet; OUT: .csv .tsv .jsonl .parquet; BATCH_ROWS: rows per batch (20000).
+    # The reading and writing below is smolclean's own (smolclean_dagster/core/drop_io.py), copied here so this
+    # file needs only pandas and pyarrow, and gives the same output as `smolclean apply`.
+"""
+
+_MAIN_TAIL = """
     import sys as _sys
-    from pathlib import Path as _Path
 
-    if len(_sys.argv) != 3:
-        _sys.exit("usage: python {filename} IN OUT")
-    _src, _dst = _Path(_sys.argv[1]), _Path(_sys.argv[2])
-    _suffix = _src.suffix.lower()
-    if _suffix in (".csv", ".tsv"):
-        # Every cell as the string written, like the data the functions were validated on.
-        _df = pd.read_csv(_src, sep="\\t" if _suffix == ".tsv" else ",", dtype=str, keep_default_na=False).astype(object)
-    elif _suffix in (".jsonl", ".ndjson", ".json"):
-        # JSON values as text (nested values as JSON), like the data the functions were validated on.
-        _text = _src.read_text(encoding="utf-8")
-        _records = _json.loads(_text) if _suffix == ".json" else [_json.loads(_l) for _l in _text.splitlines() if _l.strip()]
-        _cols = list(dict.fromkeys(_k for _r in _records for _k in _r))
+    if len(_sys.argv) not in (3, 4) or not all(_a.isdigit() and int(_a) > 0 for _a in _sys.argv[3:]):
+        _sys.exit("usage: python {filename} IN OUT [BATCH_ROWS]")
+    try:
+        _rows_in, _rows_out = clean_file(clean, _sys.argv[1], _sys.argv[2], int(_sys.argv[3]) if _sys.argv[3:] else BATCH_ROWS)
+    except (OSError, ValueError) as _exc:
+        _sys.exit(f"{{_sys.argv[1]}}: {{_exc}}")
+    print(f"cleaned {{_rows_in}} rows of {{_sys.argv[1]}} -> {{_sys.argv[2]}} ({{_rows_out}} rows)")
+"""
 
-        def _as_text(_v):
-            if _v is None or isinstance(_v, str):
-                return _v
-            if isinstance(_v, bool):
-                return "true" if _v else "false"
-            return _json.dumps(_v, ensure_ascii=False, sort_keys=True)
 
-        _df = pd.DataFrame([[_as_text(_r.get(_c)) for _c in _cols] for _r in _records], columns=_cols, dtype=object)
-    elif _suffix in (".parquet", ".pq"):
-        _df = pd.read_parquet(_src)
-    else:
-        _sys.exit(f"{{_src}}: unsupported input format {{_suffix!r}}")
-    _out = clean(_df)
-    _out_suffix = _dst.suffix.lower()
-    if _out_suffix == ".parquet":
-        _out.to_parquet(_dst, index=False)
-    elif _out_suffix in (".jsonl", ".ndjson"):
-        _out.to_json(_dst, orient="records", lines=True, force_ascii=False)
-    else:
-        _out.to_csv(_dst, index=False)
-    print(f"cleaned {{len(_df)}} rows of {{_src}} -> {{_dst}} ({{len(_out)}} rows)")
-'''
+def _main_block(filename: str) -> str:
+    """The module's `__main__` block: `drop_io`'s source without its docstring, then the command line."""
+    source = Path(drop_io.__file__).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    first = tree.body[1].lineno if isinstance(tree.body[0], ast.Expr) else 1
+    body = "\n".join(("    " + line) if line.strip() else "" for line in source.splitlines()[first - 1:])
+    return _MAIN_HEAD.format(filename=filename) + body.rstrip() + "\n" + _MAIN_TAIL.format(filename=filename)
 
 
 def module_filename(dataset: str) -> str:
@@ -106,7 +95,7 @@ def render_module(registry: Registry, *, with_main: bool = True) -> str:
     )
     source = "\n\n\n".join(parts) + "\n"
     if with_main:
-        source += _MAIN.format(filename=module_filename(registry.dataset))
+        source += _main_block(module_filename(registry.dataset))
     try:
         ast.parse(source)
     except SyntaxError as exc:

@@ -30,8 +30,9 @@ class ColumnProfile(BaseModel):
     """What one column looks like: its dominant value shape and how much of it is missing.
 
     `dominant_shape` writes digits as 9, capitals as A and other letters as a ("9999-99-99", "Aaaa Aaaa");
-    `dominant_share` is its share of the non-empty cells; `null_tokens` counts cells spelling a missing
-    value ("N/A"); `empty` counts empty strings and real nulls.
+    a typed value (JSON, Parquet) has its kind as its shape ("<number>", "<list>"); `dominant_share` is
+    its share of the non-empty cells; `null_tokens` counts cells spelling a missing value ("N/A");
+    `empty` counts empty strings and real nulls.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -72,16 +73,19 @@ def profile_columns(df: pd.DataFrame) -> list[ColumnProfile]:
         for value, n in column.meaningful.items():
             shape = value_shape(value)
             shapes[shape] = shapes.get(shape, 0) + n
+        for kind, n in column.typed.items():
+            shapes[f"<{kind}>"] = shapes.get(f"<{kind}>", 0) + n
         shape = min(shapes, key=lambda s: (-shapes[s], s)) if shapes else ""
+        values = column.n_meaningful + sum(column.typed.values())
         profiles.append(
             ColumnProfile(
                 column=str(name),
                 cells=len(df),
-                empty=len(df) - sum(column.counts.values()),
+                empty=len(df) - sum(column.counts.values()) - sum(column.typed.values()),
                 null_tokens=sum(column.tokens.values()),
-                distinct=len(column.meaningful),
+                distinct=len(column.meaningful) + column.typed_distinct,
                 dominant_shape=shape,
-                dominant_share=round(shapes[shape] / column.n_meaningful, 4) if shapes else 0.0,
+                dominant_share=round(shapes[shape] / values, 4) if shapes else 0.0,
             )
         )
     return profiles

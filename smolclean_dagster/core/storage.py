@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import TypeVar
 
 import pandas as pd
+import pyarrow.parquet as pq
 from pydantic import BaseModel, ValidationError
 
 from .errors import SmolcleanError
 from .registry import RegistryStore, write_atomic
+from .sandbox.wire import frame_to_table, table_to_frame
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -44,7 +46,8 @@ class DatasetStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
-            df.reset_index(drop=True).to_parquet(tmp, index=False)
+            # The sandbox's Arrow form: JSON values (numbers, lists, objects beside text) come back as they were.
+            pq.write_table(frame_to_table(df.reset_index(drop=True)), tmp)
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
@@ -54,9 +57,14 @@ class DatasetStore:
         path = self.path(name, partition, "parquet")
         if not path.exists():
             raise SmolcleanError(f"{path}: {name} for {partition or self.dataset!r} is not stored yet; materialize it first")
-        df = pd.read_parquet(path)
-        # Parquet gives pandas' string dtype back; the functions were written for object columns of text.
-        return df.astype(object).where(df.notna(), None)
+        df = table_to_frame(pq.read_table(path))
+        # Typed pandas columns (pandas' string dtype, numbers) come back as object columns with None for nulls,
+        # like the drop read raw.
+        for i in range(df.shape[1]):
+            column = df.iloc[:, i]
+            if column.dtype != object:
+                df.isetitem(i, column.astype(object).where(column.notna(), None))
+        return df
 
     def save_model(self, name: str, model: BaseModel, partition: str | None = None) -> Path:
         path = self.path(name, partition, "json")

@@ -20,6 +20,13 @@ from .registry import Evidence, Example
 #: A candidate slower than this per row (and than the floor) is rejected: it would not scale to real drops.
 SLOW_PER_ROW_S = 0.01
 SLOW_FLOOR_S = 2.0
+#: A candidate's cost is measured inside the sandbox on the chunk and held-out rows, repeated to this
+#: many rows (so a function's fixed start-up cost does not count as cost per row) ...
+COST_ROWS = 5_000
+#: ... and one costing more than this per row is sent back with its cost and the hint to vectorise.
+#: Vectorised pandas (`.str` methods, a regex replace, `.map` over the distinct values) does a typical
+#: cleaning job in 0.5-3 us per row there; a Python loop over rows (`iterrows`, `df.at[i, c]`) costs 15-50.
+MAX_COST_PER_ROW_S = 10e-6
 
 
 class CodeRunner(Protocol):
@@ -28,6 +35,10 @@ class CodeRunner(Protocol):
     def run(
         self, code: str, df: pd.DataFrame, *, entry: str | None = None, timeout_s: float = 10.0, module: bool = False
     ) -> pd.DataFrame: ...
+
+    def timed_run(
+        self, code: str, df: pd.DataFrame, *, entry: str | None = None, timeout_s: float = 10.0
+    ) -> tuple[pd.DataFrame, float]: ...
 
 
 @dataclass(frozen=True)
@@ -128,7 +139,38 @@ def check_candidate(
                 "(like 'N/A' or 'none') may become null: keep values you cannot fix",
             )
         results.append((frame, out))
+    too_costly = _cost_problem(fn, [frame for frame, _ in results], runner, timeout_s)
+    if too_costly:
+        return Verdict(False, too_costly)
     return _evidence_verdict(fn, results, holdout_rows=len(holdout), rows_dropped=dropped)
+
+
+def measure_cost(fn: CleaningFunction, frames: list[pd.DataFrame], runner: CodeRunner, *,
+                 timeout_s: float = 10.0) -> tuple[float, int]:
+    """(seconds per row, rows measured) of a function inside the sandbox, on `frames` repeated to `COST_ROWS` rows.
+
+    Example:
+        >>> per_row, rows = measure_cost(fn, [chunk, holdout], sandbox)   # doctest: +SKIP
+    """
+    rows = pd.concat([f for f in frames if len(f)], ignore_index=True)
+    if rows.empty:
+        return 0.0, 0
+    rows = pd.concat([rows] * -(-COST_ROWS // len(rows)), ignore_index=True).iloc[:COST_ROWS]
+    _, seconds = runner.timed_run(fn.code, rows, entry=fn.name, timeout_s=timeout_s)
+    return seconds / len(rows), len(rows)
+
+
+def _cost_problem(fn: CleaningFunction, frames: list[pd.DataFrame], runner: CodeRunner, timeout_s: float) -> str | None:
+    per_row, rows = measure_cost(fn, frames, runner, timeout_s=timeout_s)
+    if per_row <= MAX_COST_PER_ROW_S:
+        return None
+    return (
+        f"too slow for real drops: {per_row * 1e6:.1f} us per row ({per_row * rows:.2f} s on {rows} rows: the chunk and "
+        f"held-out rows, repeated), over the limit of {MAX_COST_PER_ROW_S * 1e6:g} us per row; vectorise it: use "
+        "`.str` methods or a regex `.str.replace` on whole columns, or map each distinct value once "
+        "(`codes, uniques = pd.factorize(col)`, fix `uniques`, then `take` by `codes`) instead of a Python loop over "
+        "rows or cells"
+    )
 
 
 def _row_and_column_problem(before: pd.DataFrame, after: pd.DataFrame, label: str, allow_drops: bool) -> str | None:

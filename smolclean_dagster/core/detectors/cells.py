@@ -10,11 +10,14 @@ The null-token vocabulary lives here because "which cells mean something" depend
 
 from __future__ import annotations
 
+import json
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import numpy as np
 import pandas as pd
 
 #: Spellings of "no value" (compared stripped and case-folded). "" is the canonical null and is not a
@@ -54,9 +57,34 @@ def normalise(value: str) -> str:
 
 def text_cells(series: pd.Series) -> pd.Series:
     """The cells of `series` that hold text (JSON drops may hold numbers, lists or nulls beside it)."""
+    return series[_text_mask(series)]
+
+
+def _text_mask(series: pd.Series) -> pd.Series:
     if pd.api.types.is_string_dtype(series.dtype) and series.dtype != object:
-        return series.dropna()
-    return series[series.apply(isinstance, args=(str,))]
+        return series.notna()
+    return series.apply(isinstance, args=(str,))
+
+
+def value_kind(value: object) -> str | None:
+    """What a cell that is not text holds, in JSON's words ("number", "boolean", "list", "object"), or
+    None for a null.
+
+    Example:
+        >>> value_kind(3), value_kind(True), value_kind(["a"]), value_kind(None)
+        ('number', 'boolean', 'list', None)
+    """
+    if value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and value != value):
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return "boolean"
+    if isinstance(value, (int, float, np.number)):
+        return "number"
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return "list"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
 
 
 def top_examples(counts: Mapping[str, int], limit: int = MAX_EXAMPLES) -> tuple[str, ...]:
@@ -74,8 +102,9 @@ def share(values: Mapping[str, int], matches: re.Pattern[str]) -> float:
 class ColumnValues:
     """The text cells of one column as distinct values with cell counts.
 
-    `counts` maps each distinct raw non-empty text to its number of cells; `tokens` the raw null tokens
-    among them; `meaningful` each distinct value as the column means it (see `normalise`) to its cells,
+    `counts` maps each distinct raw non-empty text to its number of cells; `typed` counts the cells
+    holding a value that is not text (a JSON number, boolean, list or object) by kind, and
+    `typed_distinct` how many distinct such values there are; `tokens` the raw null tokens among the texts; `meaningful` each distinct value as the column means it (see `normalise`) to its cells,
     without empty strings and null tokens: what the value-level detectors read.
 
     Example:
@@ -87,13 +116,25 @@ class ColumnValues:
     name: str
     counts: dict[str, int] = field(repr=False)
     n_rows: int = 0
+    typed: dict[str, int] = field(default_factory=dict, repr=False)
+    typed_distinct: int = 0
 
     @classmethod
     def of(cls, name: object, series: pd.Series) -> ColumnValues:
-        """Count the non-empty text cells of `series`."""
-        counted = text_cells(series).value_counts(sort=False)
+        """Count the non-empty text cells of `series`, and the cells holding typed values."""
+        is_text = _text_mask(series)
+        counted = series[is_text].value_counts(sort=False)
         counts = {str(v): int(n) for v, n in zip(counted.index, counted.to_numpy()) if v != ""}
-        return cls(name=str(name), counts=counts, n_rows=len(series))
+        typed: Counter[str] = Counter()
+        distinct: set[str] = set()
+        if series.dtype == object and not is_text.all():
+            for value in series[~is_text]:
+                kind = value_kind(value)
+                if kind is not None:
+                    typed[kind] += 1
+                    distinct.add(json.dumps(value, default=str, sort_keys=True) if kind in ("list", "object")
+                                 else f"{kind}:{value!r}")
+        return cls(name=str(name), counts=counts, n_rows=len(series), typed=dict(typed), typed_distinct=len(distinct))
 
     @cached_property
     def tokens(self) -> dict[str, int]:

@@ -103,31 +103,97 @@ def parse_json(data: bytes) -> dict:
     return obj
 
 
+#: Schema metadata naming the columns whose cells travel as JSON text (typed values: numbers, booleans,
+#: lists, objects, or a mix of them and text), so they arrive as the same Python values.
+JSON_COLUMNS = b"smolclean.json_columns"
+#: Schema metadata naming the text columns that were object columns, so they arrive as object columns.
+OBJECT_COLUMNS = b"smolclean.object_columns"
+_NATIVE = {"string", "empty", "bytes", "datetime", "datetime64", "date", "time", "timedelta", "timedelta64",
+           "period", "interval", "decimal", "categorical"}
+
+
 def encode_frame(df: pd.DataFrame) -> bytes:
-    """Serialize a DataFrame as an Arrow IPC stream, keeping its index, column names and order."""
-    table = pa.Table.from_pandas(df, preserve_index=None, nthreads=1)
+    """Serialize a DataFrame as an Arrow IPC stream, keeping its index, column names and order.
+
+    Object columns holding values that are not all text (JSON numbers, booleans, lists, objects) travel
+    as JSON text and come back as the same Python values; text object columns come back as object columns.
+    """
+    table = frame_to_table(df)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
 
 
+def frame_to_table(df: pd.DataFrame) -> pa.Table:
+    """A DataFrame as an Arrow table that `table_to_frame` turns back into the same frame, typed values
+    included (the storage of learning's frames uses it too)."""
+    json_columns, object_columns, converted = [], [], {}
+    for i, name in enumerate(df.columns):
+        series = df.iloc[:, i]
+        if series.dtype != object:
+            continue
+        kind = pd.api.types.infer_dtype(series, skipna=True)
+        if kind in ("string", "empty"):
+            object_columns.append(str(name))
+        elif kind not in _NATIVE:
+            try:
+                converted[i] = [None if _is_null(v) else json.dumps(v, ensure_ascii=False, allow_nan=True) for v in series]
+            except (TypeError, ValueError, RecursionError):
+                continue  # values JSON cannot hold (dates, decimals): Arrow types them, as before
+            json_columns.append(str(name))
+    if converted:
+        df = df.copy(deep=False)
+        for i, texts in converted.items():
+            df.isetitem(i, pd.Series(texts, index=df.index, dtype=object))
+    table = pa.Table.from_pandas(df, preserve_index=None, nthreads=1)
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), JSON_COLUMNS: json.dumps(json_columns),
+                                          OBJECT_COLUMNS: json.dumps(object_columns)})
+
+
+def _is_null(value: object) -> bool:
+    return value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and value != value)
+
+
 def decode_frame(data: bytes) -> pd.DataFrame:
     """Rebuild a DataFrame from an Arrow IPC stream, refusing anything that is not a plain table.
 
-    Extension types are refused because reconstructing them can run type-specific Python code.
+    Extension types are refused because reconstructing them can run type-specific Python code; typed
+    values sent as JSON text are parsed back with `json.loads`, which runs none.
     """
     try:
         table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise WireError(f"result is not an Arrow IPC table: {exc}") from None
+    return table_to_frame(table)
+
+
+def table_to_frame(table: pa.Table) -> pd.DataFrame:
+    """The DataFrame `frame_to_table` made `table` from; raises WireError for a table that is not plain."""
     for field in table.schema:
         if _has_extension_type(field.type):
             raise WireError(f"column {field.name!r} has the type {field.type}, which holds an extension type")
+    metadata = table.schema.metadata or {}
     try:
-        return table.to_pandas(use_threads=False)
+        json_columns = set(json.loads(metadata.get(JSON_COLUMNS, b"[]")))
+        object_columns = set(json.loads(metadata.get(OBJECT_COLUMNS, b"[]")))
+        df = table.to_pandas(use_threads=False)
     except Exception as exc:  # noqa: BLE001  (malformed pandas metadata can raise nearly anything)
         raise WireError(f"result cannot be turned into a DataFrame: {type(exc).__name__}: {exc}") from None
+    names = [str(c) for c in df.columns]
+    for i, name in enumerate(names):
+        if name not in json_columns and name not in object_columns:
+            continue
+        if name not in table.column_names or not pa.types.is_string(table.schema.field(name).type):
+            continue
+        texts = table.column(name).to_numpy(zero_copy_only=False)
+        if name in json_columns:
+            try:
+                texts = [None if t is None else json.loads(t) for t in texts]
+            except (ValueError, RecursionError) as exc:
+                raise WireError(f"column {name!r} holds text that is not JSON: {exc}") from None
+        df.isetitem(i, pd.Series(texts, index=df.index, dtype=object))
+    return df
 
 
 def _has_extension_type(dtype: pa.DataType) -> bool:

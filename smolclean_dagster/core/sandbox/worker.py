@@ -29,6 +29,7 @@ import os
 import select
 import signal
 import sys
+import time
 import traceback
 
 
@@ -344,7 +345,10 @@ def _builtins_for(command: dict) -> dict:
 def _call(function, payload: bytes, max_output: int) -> tuple[dict, bytes]:
     """Call the entry on the decoded frame and encode its result; every failure becomes a header."""
     try:
-        result = function(wire.decode_frame(payload))
+        frame = wire.decode_frame(payload)
+        started = time.perf_counter()
+        result = function(frame)
+        seconds = time.perf_counter() - started  # the function alone: what validation weighs its cost by
     except BaseException as exc:  # noqa: BLE001  (MemoryError and SystemExit included)
         return _describe_failure(exc), b""
     if not isinstance(result, pd.DataFrame):
@@ -361,7 +365,7 @@ def _call(function, payload: bytes, max_output: int) -> tuple[dict, bytes]:
     if len(data) > max_output:
         message = f"the result is {len(data) >> 20} MiB, over the {max_output >> 20} MiB output cap"
         return {"ok": False, "kind": "output", "message": message}, b""
-    return {"ok": True}, data
+    return {"ok": True, "seconds": seconds}, data
 
 
 def _describe_failure(exc: BaseException) -> dict:

@@ -1,0 +1,310 @@
+"""Typed values in and out: a drop read in batches, and cleaned batches written, the same way on both paths.
+
+`smolclean apply` and the exported module's `__main__` read and write files with this code: the export
+embeds this file's source in the module, so the module imports nothing from smolclean and both paths
+give the same output for the same drop. It therefore imports only the standard library, pandas and
+pyarrow, and nothing from its own package.
+
+What a cleaning function sees (and what is written back):
+- CSV/TSV: every cell the text exactly as written, "" for an empty cell (never null).
+- JSON, JSONL: each value as JSON made it: str, int, float, bool, None, list, dict (an object column).
+- Parquet: each value as its Arrow type makes it in Python (int, float, bool, str, list, dict,
+  datetime, ...), one object column per field; text columns as str.
+Output: JSONL writes JSON values (a list stays an array, a number a number), Parquet Arrow types, CSV
+text (JSON text for lists and objects, `true`/`false` for booleans, "" for null).
+
+Memory is bounded by the batch: CSV/TSV through pyarrow's incremental reader, JSONL line by line,
+Parquet row group by row group. A JSON array is one value, so it is read whole (keep JSON drops under
+a few hundred MB, or export them as JSONL).
+"""
+
+import csv
+import json
+import math
+import os
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+#: Rows per batch by default, for `smolclean apply` and the module's `__main__` alike.
+BATCH_ROWS = 20_000
+#: pyarrow's CSV block size; a row longer than this is read with larger blocks.
+CSV_BLOCK_BYTES = 1 << 20
+
+INPUT_SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
+                  ".json": "json", ".parquet": "parquet", ".pq": "parquet"}
+
+
+def json_frame(records, columns=None):
+    """JSON objects as a frame of object columns holding each value as JSON made it, keys in first-seen order.
+
+    Example:
+        >>> json_frame([{"id": 1, "tags": ["a"]}, {"id": 2, "ok": True}]).to_dict("list")
+        {'id': [1, 2], 'tags': [['a'], None], 'ok': [None, True]}
+    """
+    if columns is None:
+        seen = {}
+        for record in records:
+            seen.update(dict.fromkeys(record))
+        columns = list(seen)
+    return pd.DataFrame({c: pd.Series([r.get(c) for r in records], dtype=object) for c in columns},
+                        columns=list(columns))
+
+
+def arrow_frame(table):
+    """An Arrow table or record batch as a frame of object columns of Python values (text columns as str).
+
+    Going through Python values (not pandas' conversion) keeps integers with nulls as int, lists as lists
+    and structs as dicts.
+    """
+    columns = {}
+    for name, array in zip(table.column_names, table.columns):
+        kind = array.type
+        if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            values = array.to_numpy(zero_copy_only=False)
+        else:
+            values = array.to_pylist()
+        columns[name] = pd.Series(values, dtype=object)
+    return pd.DataFrame(columns, columns=list(table.column_names))
+
+
+def read_batches(path, batch_rows=BATCH_ROWS):
+    """The rows of a drop in frames of at most `batch_rows` rows, typed as the module docstring says."""
+    path = os.fspath(path)
+    fmt = INPUT_SUFFIXES.get(os.path.splitext(path)[1].lower())
+    if fmt in ("csv", "tsv"):
+        yield from _delimited_batches(path, "\t" if fmt == "tsv" else ",", batch_rows)
+    elif fmt == "jsonl":
+        with open(path, encoding="utf-8-sig") as fh:
+            records = []
+            for line in fh:
+                if line.strip():
+                    records.append(json.loads(line))
+                    if len(records) == batch_rows:
+                        yield json_frame(records)
+                        records = []
+            if records:
+                yield json_frame(records)
+    elif fmt == "json":
+        with open(path, encoding="utf-8-sig") as fh:
+            records = json.load(fh)
+        for start in range(0, len(records), batch_rows):
+            yield json_frame(records[start:start + batch_rows])
+    elif fmt == "parquet":
+        parquet = pq.ParquetFile(path)
+        for batch in parquet.iter_batches(batch_size=batch_rows):
+            yield arrow_frame(batch)
+    else:
+        raise ValueError(f"{path}: cannot read this file type; use {', '.join(sorted(INPUT_SUFFIXES))}")
+
+
+def _delimited_batches(path, sep, batch_rows):
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        header = next((row for row in csv.reader(fh, delimiter=sep) if row), [])
+    reader = pacsv.open_csv(
+        path,
+        read_options=pacsv.ReadOptions(block_size=CSV_BLOCK_BYTES),
+        parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=True),
+        convert_options=pacsv.ConvertOptions(column_types={name: pa.string() for name in header}, null_values=[],
+                                             strings_can_be_null=False, quoted_strings_can_be_null=False),
+    )
+    pending, rows = [], 0
+    for batch in reader:
+        pending.append(batch)
+        rows += batch.num_rows
+        while rows >= batch_rows:
+            table = pa.Table.from_batches(pending)
+            yield arrow_frame(table.slice(0, batch_rows))
+            rest = table.slice(batch_rows)
+            pending, rows = rest.to_batches(), rest.num_rows
+    if rows:
+        yield arrow_frame(pa.Table.from_batches(pending))
+
+
+def _is_null(value):
+    return value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and math.isnan(value))
+
+
+def plain_value(value):
+    """A cell as a plain Python value for JSON: numpy scalars as int/float/bool, NaN and NA as None."""
+    if _is_null(value):
+        return None
+    if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
+        try:
+            value = value.item()  # numpy scalars and 0-d arrays
+        except (TypeError, ValueError):
+            return value.tolist() if hasattr(value, "tolist") else value
+        return None if _is_null(value) else value
+    return value
+
+
+def _json_default(value):
+    if hasattr(value, "tolist"):  # numpy arrays and scalars
+        return value.tolist()
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)
+
+
+def cell_text(value):
+    """A cell as CSV text: str as it is, "" for null, JSON text for everything else (`true`, `1.5`, `["a"]`)."""
+    if isinstance(value, str):
+        return value
+    value = plain_value(value)
+    if value is None:
+        return ""
+    if isinstance(value, (bool, int, float, list, dict, tuple)):
+        return json.dumps(value, ensure_ascii=False, default=_json_default)
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)
+
+
+def _cells(series):
+    """The cells of one column as a list of Python values with None for every kind of null."""
+    values = series.to_numpy(dtype=object, na_value=None) if series.dtype != object else series.to_numpy()
+    return values.tolist()
+
+
+def text_frame(df):
+    """The frame with every cell as CSV text (see `cell_text`)."""
+    out = {}
+    for i in range(df.shape[1]):
+        series = df.iloc[:, i]
+        if series.dtype == object and pd.api.types.infer_dtype(series, skipna=False) == "string":
+            out[i] = series.to_numpy()  # all text already (a CSV drop): nothing to convert
+        else:
+            out[i] = [c if isinstance(c, str) else cell_text(c) for c in _cells(series)]
+    frame = pd.DataFrame(out, dtype=object)
+    frame.columns = list(df.columns)
+    return frame
+
+
+def jsonl_lines(df):
+    """The frame as JSONL text: one JSON object per row, values as JSON values."""
+    names = [str(c) for c in df.columns]
+    columns = [[c if isinstance(c, str) else plain_value(c) for c in _cells(df.iloc[:, i])]
+               for i in range(len(names))]
+    dumps = json.JSONEncoder(ensure_ascii=False, default=_json_default, separators=(",", ":")).encode
+    return "".join(dumps(dict(zip(names, row))) + "\n" for row in zip(*columns))
+
+
+def output_kind(path):
+    """The output format of a path: csv, tsv, jsonl or parquet (the default)."""
+    suffix = os.path.splitext(os.fspath(path))[1].lower()
+    return {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}.get(suffix, "parquet")
+
+
+class BatchWriter:
+    """Appends cleaned batches to one file in order: CSV/TSV text, JSONL values or Parquet types.
+
+    The columns are those of the first batch. A later batch may lack some (they are written empty);
+    a later batch with new columns, or a Parquet column whose type changes, raises ValueError.
+    """
+
+    def __init__(self, path, kind=None):
+        self.path = os.fspath(path)
+        self.kind = kind or output_kind(path)
+        self.columns = None
+        self._fh = None
+        self._parquet = None
+
+    def write(self, df):
+        first = self._fh is None and self._parquet is None
+        df = self._aligned(df)
+        if self.kind == "parquet":
+            self._write_parquet(df)
+            return
+        if self._fh is None:
+            self._fh = open(self.path, "w", encoding="utf-8", newline="")
+        if self.kind == "jsonl":
+            self._fh.write(jsonl_lines(df))
+        else:
+            text_frame(df).to_csv(self._fh, sep="\t" if self.kind == "tsv" else ",", header=first, index=False)
+
+    def _aligned(self, df):
+        if self.kind == "jsonl":
+            return df  # every record carries its own fields
+        names = [str(c) for c in df.columns]
+        if self.columns is None:
+            self.columns = names
+            return df
+        if names == self.columns:
+            return df
+        new = [c for c in names if c not in self.columns]
+        if new:
+            raise ValueError(f"a later batch has column(s) {new} that the first batch did not have; "
+                             "write JSONL, or give every record the same fields")
+        df = df.copy(deep=False)
+        df.columns = names
+        return df.reindex(columns=self.columns)
+
+    def _write_parquet(self, df):
+        table = _arrow_table(df)
+        if self._parquet is None:
+            schema = pa.schema([f.with_type(pa.string()) if pa.types.is_null(f.type) else f for f in table.schema])
+            self._parquet = pq.ParquetWriter(self.path, schema.remove_metadata())
+        try:
+            table = table.cast(self._parquet.schema)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            raise ValueError(f"a batch's columns changed type ({exc}); make the functions return the same types "
+                             "for every batch, or write CSV") from exc
+        self._parquet.write_table(table)
+
+    def close(self):
+        """Finish the file; a drop with no rows still gets an (empty) output file."""
+        if self._parquet is None and self._fh is None:
+            self.write(pd.DataFrame())
+        if self._parquet is not None:
+            self._parquet.close()
+            self._parquet = None
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def abort(self):
+        """Close and delete the unfinished file."""
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001  (the file is deleted anyway)
+            pass
+        if os.path.exists(self.path):
+            os.remove(self.path)
+
+
+def _arrow_table(df):
+    """A frame as an Arrow table; a column Arrow cannot type (mixed values) is written as CSV text."""
+    arrays, names = [], []
+    for i, name in enumerate(df.columns):
+        series = df.iloc[:, i]
+        try:
+            array = pa.Array.from_pandas(series)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError):
+            array = pa.array(text_frame(series.to_frame()).iloc[:, 0].tolist(), type=pa.string())
+        arrays.append(array)
+        names.append(str(name))
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def clean_file(clean, source, destination, batch_rows=BATCH_ROWS):
+    """Clean `source` batch by batch with `clean(df)` and write `destination`; returns (rows in, rows out).
+
+    The output is written under a temporary name and renamed when every batch is done.
+    """
+    destination = os.fspath(destination)
+    temporary = os.path.join(os.path.dirname(destination) or ".", f".{os.path.basename(destination)}.{os.getpid()}.tmp")
+    writer = BatchWriter(temporary, output_kind(destination))
+    rows_in = rows_out = 0
+    try:
+        for batch in read_batches(source, batch_rows):
+            cleaned = clean(batch)
+            writer.write(cleaned)
+            rows_in, rows_out = rows_in + len(batch), rows_out + len(cleaned)
+        writer.close()
+        os.replace(temporary, destination)
+    except BaseException:
+        writer.abort()
+        raise
+    return rows_in, rows_out
