@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import subprocess
 import sys
 from importlib import resources
 from pathlib import Path
 
 from .core.errors import SmolcleanError
+from .core.server_process import run_until_stopped
 
 DEFAULT_WORKDIR = Path("smolclean-work")
 DEMO_FILES = {"customers": "customers.csv", "orders": "orders.jsonl"}
@@ -185,7 +185,8 @@ def _ui(args: argparse.Namespace) -> int:
     for settings in load_workdir(workdir):
         print(f"  {settings.name}: new files in {settings.drops_dir}/ ({settings.glob}) are cleaned automatically")
     cmd = [sys.executable, "-m", "dagster", "dev", "-m", "smolclean_dagster.location", "-h", args.host, "-p", str(args.port)]
-    return subprocess.call(cmd, env=env)
+    # Stops on Ctrl-C, SIGTERM (service managers, containers) and SIGHUP, and takes every process it started along.
+    return run_until_stopped(cmd, env=env)
 
 
 if __name__ == "__main__":
