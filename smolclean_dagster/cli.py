@@ -6,6 +6,7 @@ import argparse
 import logging
 import os
 import sys
+import traceback
 from importlib import resources
 from pathlib import Path
 
@@ -62,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return {"demo": _demo, "learn": _learn, "apply": _apply, "ui": _ui}[args.command](args)
     except SmolcleanError as exc:
+        # A user's error (a file, a setting): one paragraph saying what to do; the traceback only with -v.
+        if args.verbose:
+            traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
@@ -73,7 +77,9 @@ def _settings(**values: object):
 
 
 def _log_level(args: argparse.Namespace) -> str:
-    return "INFO" if args.verbose else "WARNING"
+    """Dagster's console log level for our runs: a failed step's traceback is shown with -v only (the
+    failure's reason is told anyway, and every run's log stays in the instance for `smolclean ui`)."""
+    return "INFO" if args.verbose else "CRITICAL"
 
 
 def _print_outcome(outcome, drops: Path) -> None:
