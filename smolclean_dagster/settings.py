@@ -182,7 +182,7 @@ def settings_file(workdir: Path, name: str) -> Path:
 
 def save_settings(settings: DatasetSettings) -> Path:
     """Store a dataset's settings in its workdir (the API key is never written)."""
-    from .core.registry import write_atomic
+    from .core.files import write_atomic
 
     data = settings.model_dump(mode="json", exclude={"api_key", "workdir"}, exclude_none=True)
     path = settings_file(settings.workdir, settings.name)

@@ -35,7 +35,7 @@ def learned(tmp_path_factory) -> tuple[Path, Path]:
     data.write_text("\n".join(rows) + "\n", encoding="utf-8")
     workdir = root / "work"
     proc = subprocess.run([*SMOLCLEAN, "learn", str(data), "--name", "shipments", "--workdir", str(workdir)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, umask=0o022)
     assert proc.returncode == 0, proc.stderr
     assert "module:" in proc.stdout
     return data, workdir
@@ -51,6 +51,17 @@ def test_learned_module_runs_alone_and_keeps_every_row(learned, tmp_path):
     after = pd.read_csv(out, dtype=str, keep_default_na=False)
     assert len(after) == len(before) and after["ref"].tolist() == before["ref"].tolist()
     assert after["carrier"].nunique() < before["carrier"].nunique()
+
+
+def test_the_files_people_commit_are_readable_by_everyone(learned):
+    """Under the usual umask 022 the module, its tests, report, chart and saved settings are 0644, not 0600."""
+    _, workdir = learned
+    module_dir = workdir / "modules" / "shipments"
+    names = {"clean_shipments.py", "test_clean_shipments.py", "report.md", "quality.png"}
+    assert names <= {p.name for p in module_dir.iterdir()}
+    for path in [*(module_dir / n for n in names), workdir / "datasets" / "shipments.yaml"]:
+        assert oct(path.stat().st_mode & 0o777) == oct(0o644), path
+    assert not [p for p in module_dir.iterdir() if p.name.startswith(".")]  # no temporary file left
 
 
 def test_apply_cleans_in_batches_in_the_sandbox(learned, tmp_path):

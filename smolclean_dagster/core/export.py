@@ -11,8 +11,9 @@ import ast
 from pathlib import Path
 
 from .errors import ExportError
+from .files import write_atomic
 from .functions import split_imports
-from .registry import Registry, write_atomic
+from .registry import Registry
 
 _MAIN = '''
 

@@ -14,7 +14,8 @@ import pandas as pd
 from pydantic import BaseModel, ValidationError
 
 from .errors import SmolcleanError
-from .registry import RegistryStore, write_atomic
+from .files import write_atomic
+from .registry import RegistryStore
 
 M = TypeVar("M", bound=BaseModel)
 
