@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -73,3 +74,53 @@ def test_an_installed_wheel_finds_and_renders_its_templates(wheel, tmp_path):
     assert Path(lines[0]).is_relative_to(target)
     assert lines[1] == "RENDERED True"
     assert lines[2] == "MERGE 2"
+
+
+def test_the_test_summary_says_what_was_skipped_and_which_system_package_is_missing():
+    """On a machine without chromium (here: a PATH that cannot find it) the UI test is skipped, and says why."""
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ui_browser.py"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "what this run did not check" in out, out
+    assert re.search(r"\d+ test\(s\) skipped: chromium is not installed \(apt-get install chromium", out), out
+    assert "chromium MISSING" in out and "redis-server MISSING" in out
+    assert re.search(r"to run those tests: apt-get install .*chromium", out)
+
+
+DEPLOYMENTS = {"postgres": ("**PostgreSQL.**", "dagster_postgres"), "celery": ("**Celery.**", "dagster_celery"),
+               "k8s": ("**Kubernetes.**", "dagster_k8s")}
+
+
+def _pins() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines():
+        if "==" in line and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[name.strip().lower()] = version.strip()
+    return pins
+
+
+def test_each_deployment_has_an_extra_pinned_as_requirements_and_named_in_its_readme_section(wheel):
+    from packaging.requirements import Requirement
+
+    metadata = zipfile.ZipFile(wheel).read("smolclean_dagster-0.1.0.dist-info/METADATA").decode()
+    extras: dict[str, dict[str, str]] = {}
+    for line in metadata.splitlines():
+        if line.startswith("Requires-Dist:") and "extra ==" in line:
+            req = Requirement(line.removeprefix("Requires-Dist:").strip())
+            extra = re.search(r'extra == "(\w+)"', str(req.marker)).group(1)
+            extras.setdefault(extra, {})[req.name.lower()] = str(req.specifier).removeprefix("==") or ",".join(sorted(req.extras))
+    pins = _pins()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for extra, (heading, module) in DEPLOYMENTS.items():
+        assert module.replace("_", "-") in extras[extra], f"the {extra} extra does not install {module}"
+        for name, version in extras[extra].items():
+            assert version == pins[name], f"{name} is {version} in the {extra} extra, {pins[name]} in requirements.txt"
+        section = readme[readme.index(heading):].split("\n\n")[0]
+        assert f'pip install "smolclean-dagster[{extra}]"' in section
+    assert extras["dg"] == {"dagster-dg-cli": pins["dagster-dg-cli"], "dagster-dg-core": pins["dagster-dg-core"]}
+    assert extras["all"] == {"smolclean-dagster": "celery,dg,k8s,postgres"}
