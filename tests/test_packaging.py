@@ -122,5 +122,5 @@ def test_each_deployment_has_an_extra_pinned_as_requirements_and_named_in_its_re
             assert version == pins[name], f"{name} is {version} in the {extra} extra, {pins[name]} in requirements.txt"
         section = readme[readme.index(heading):].split("\n\n")[0]
         assert f'pip install "smolclean-dagster[{extra}]"' in section
-    assert extras["dg"] == {"dagster-dg-cli": pins["dagster-dg-cli"], "dagster-dg-core": pins["dagster-dg-core"]}
+    assert extras["dg"] == {n: pins[n] for n in ("dagster-dg-cli", "dagster-dg-core", "create-dagster")}
     assert extras["all"] == {"smolclean-dagster": "celery,dg,k8s,postgres"}
