@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import subprocess
 import sys
+import traceback
 from importlib import resources
 from pathlib import Path
 
 from .core.errors import SmolcleanError
+from .core.server_process import run_until_stopped
 
 DEFAULT_WORKDIR = Path("smolclean-work")
 DEMO_FILES = {"customers": "customers.csv", "orders": "orders.jsonl"}
@@ -27,7 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     learn = sub.add_parser("learn", help="learn a cleaning module for a file")
     learn.add_argument("file", type=Path)
     learn.add_argument("--name", required=True, help="dataset name (letters, digits, '_')")
-    learn.add_argument("--instructions", default="", help="what you want, as TEXT or @FILE")
+    learn.add_argument("--instructions", default=None, help="what you want, as TEXT or @FILE")
     learn.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
     learn.add_argument("--chunk-size", type=int, default=None)
     learn.add_argument("--chunk-budget", type=int, default=None)
@@ -40,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     learn.add_argument("--model", default=None, help="litellm model string (or SMOLCLEAN_MODEL)")
     learn.add_argument("--api-base", default=None, help="API base URL (or SMOLCLEAN_API_BASE)")
     learn.add_argument("--api-key", default=None, help="API key (or SMOLCLEAN_API_KEY)")
+    learn.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help="any dataset setting, repeatable: --set llm_timeout_s=1800 --set apply_workers=2 "
+                            "(KEY= unsets one); over the workdir's datasets/NAME.yaml when there is one")
 
     apply = sub.add_parser("apply", help="clean a file with an exported module (in the sandbox)")
     apply.add_argument("module", type=Path)
@@ -65,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return {"demo": _demo, "learn": _learn, "apply": _apply, "ui": _ui}[args.command](args)
     except SmolcleanError as exc:
+        # A user's error (a file, a setting): one paragraph saying what to do; the traceback only with -v.
+        if args.verbose:
+            traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
@@ -76,7 +83,9 @@ def _settings(**values: object):
 
 
 def _log_level(args: argparse.Namespace) -> str:
-    return "INFO" if args.verbose else "WARNING"
+    """Dagster's console log level for our runs: a failed step's traceback is shown with -v only (the
+    failure's reason is told anyway, and every run's log stays in the instance for `smolclean ui`)."""
+    return "INFO" if args.verbose else "CRITICAL"
 
 
 def _print_outcome(outcome, drops: Path) -> None:
@@ -111,13 +120,22 @@ def _demo(args: argparse.Namespace) -> int:
 def _learn(args: argparse.Namespace) -> int:
     from .learning import learn
 
-    settings = _settings(
-        name=args.name, workdir=args.workdir, instructions=args.instructions, chunk_size=args.chunk_size,
-        chunk_budget=args.chunk_budget, max_steps=args.max_steps, step_budget=args.step_budget, concurrency=args.concurrency, analyst=args.analyst, model=args.model,
-        api_base=args.api_base, api_key=args.api_key,
-    )
+    settings = _learn_settings(args)
     _print_outcome(learn(settings, args.file, log_level=_log_level(args)), settings.drops_dir)
     return 0
+
+
+def _learn_settings(args: argparse.Namespace):
+    """The dataset's settings for `smolclean learn`: those saved in the workdir, then the flags, then `--set`."""
+    from .settings import DatasetSettings, parse_overrides
+
+    flags = {
+        "instructions": args.instructions, "chunk_size": args.chunk_size, "chunk_budget": args.chunk_budget,
+        "max_steps": args.max_steps, "step_budget": args.step_budget, "concurrency": args.concurrency, "analyst": args.analyst, "model": args.model,
+        "api_base": args.api_base, "api_key": args.api_key,
+    }
+    given = {k: v for k, v in flags.items() if v is not None}
+    return DatasetSettings.for_workdir(args.workdir, args.name, **{**given, **parse_overrides(args.overrides)})
 
 
 def _apply(args: argparse.Namespace) -> int:
@@ -194,7 +212,8 @@ def _ui(args: argparse.Namespace) -> int:
     for settings in load_workdir(workdir):
         print(f"  {settings.name}: new files in {settings.drops_dir}/ ({settings.glob}) are cleaned automatically")
     cmd = [sys.executable, "-m", "dagster", "dev", "-m", "smolclean_dagster.location", "-h", args.host, "-p", str(args.port)]
-    return subprocess.call(cmd, env=env)
+    # Stops on Ctrl-C, SIGTERM (service managers, containers) and SIGHUP, and takes every process it started along.
+    return run_until_stopped(cmd, env=env)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ attribute is a `DatasetSettings` field (the LLM's is spelled `model` in YAML); u
 
 # No `from __future__ import annotations`: dg derives the YAML schema from the evaluated field annotations.
 import json
+import logging
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -17,6 +18,8 @@ from pydantic import BaseModel
 
 from .factory import build_defs
 from .settings import DatasetSettings
+
+log = logging.getLogger("smolclean.component")
 
 
 def _setting(field: str, yaml_name: str | None = None) -> dg.Resolver:
@@ -95,6 +98,19 @@ class SmolcleanScaffolder(dg.Scaffolder[SmolcleanScaffoldParams]):
                for limit in ("chunk_size", "chunk_budget", "max_steps", "concurrency")},
         )
         (request.target_path / "defs.yaml").write_text(text, encoding="utf-8")
+        _create_drop_folder(request, params.drop_folder or f"data/{name}/drops")
+
+
+def _create_drop_folder(request: dg.ScaffoldRequest, drop_folder: str) -> None:
+    """Create the folder the new dataset's sensor watches (relative to the project root, as the Component
+    reads it), so the project runs as scaffolded; one named in the settings is never created later."""
+    folder = Path(drop_folder).expanduser()
+    if not folder.is_absolute():
+        folder = (request.project_root or Path.cwd()) / folder
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # e.g. a folder on a share not mounted here: the sensor's tick will say so
+        log.warning("could not create the drop folder %s: %s; create it before the sensor runs", folder, exc)
 
 
 def _dataset_name(folder: str) -> str:

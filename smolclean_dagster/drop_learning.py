@@ -16,6 +16,7 @@ sensor requests it), for the first drop of a dataset with no module yet, or when
 import dagster as dg
 
 from .assets import find_drop_file
+from .core.registry_changes import registry_changes
 from .core.storage import DatasetStore
 from .drop_runs import Cleaning, cleaned_key, latest_cleaning, learning_key
 from .partitions import drops_partitions
@@ -29,8 +30,9 @@ def build_drop_learning(s: DatasetSettings) -> dg.AssetsDefinition:
     @dg.asset(key=learning_key(s.name), partitions_def=drops_partitions(s.name), group_name=s.name,
               deps=[cleaned_key(s.name)], kinds={"python"})
     def drop_learning(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        """What the agent learned from this drop: new functions, the new module version, and the drop's residual
-        issues before and after (the learning flow runs on the drop, then the drop is cleaned again)."""
+        """What the agent learned from this drop: the functions added, changed (same name, new code: merged or
+        extended) and removed, the registry versions and the drop's residual share before and after (the
+        learning flow runs on the drop, then the drop is cleaned again)."""
         from .learning import learn  # learning builds Definitions through the factory, which imports this module
 
         path = find_drop_file(s, context.partition_key)
@@ -38,16 +40,16 @@ def build_drop_learning(s: DatasetSettings) -> dg.AssetsDefinition:
         cleaned_before = latest_cleaning(context.instance, s.name, context.partition_key)
         context.log.info(f"learning from {path} (registry version {before.version}, {len(before.entries)} functions)")
         outcome = learn(s, path, context.instance)
-        after = store.registry.load()
-        added = [e.function for e in after.entries if e.function.name not in before.names()]
+        changes = registry_changes(before, store.registry.load())
         cleaned_after = latest_cleaning(context.instance, s.name, context.partition_key)
-        lines = [f"- `{f.name}` ({', '.join(f.columns) or 'all columns'}): {f.summary}" for f in added]
         return dg.MaterializeResult(
             metadata={
-                "registry_version_before": dg.MetadataValue.int(before.version),
-                "registry_version": dg.MetadataValue.int(after.version),
-                "functions_added": dg.MetadataValue.int(len(added)),
-                "added": dg.MetadataValue.md("\n".join(lines) or "No new function: the agent found nothing it could fix."),
+                "registry_version_before": dg.MetadataValue.int(changes.version_before),
+                "registry_version_after": dg.MetadataValue.int(changes.version_after),
+                "functions_added": dg.MetadataValue.int(len(changes.added)),
+                "functions_changed": dg.MetadataValue.int(len(changes.changed)),
+                "functions_removed": dg.MetadataValue.int(len(changes.removed)),
+                "changes": dg.MetadataValue.md(changes.markdown()),
                 "chunks_analysed": dg.MetadataValue.int(outcome.chunks),
                 "held_out_check": dg.MetadataValue.text("passed" if outcome.validation.passed else "FAILED"),
                 "module": dg.MetadataValue.path(str(outcome.module)),
@@ -61,6 +63,7 @@ def build_drop_learning(s: DatasetSettings) -> dg.AssetsDefinition:
 
 
 def _residual(when: str, cleaning: Cleaning | None) -> dict[str, dg.MetadataValue]:
+    """The drop's residual share `when` ("before"/"after"), or why there is none."""
     if cleaning is None or cleaning.residual_share is None:
-        return {}
+        return {f"residual_share_{when}": dg.MetadataValue.text("not measured: the drop had not been cleaned")}
     return {f"residual_share_{when}": dg.MetadataValue.float(cleaning.residual_share)}

@@ -26,8 +26,8 @@ import dagster as dg
 
 from .assets import LLM_POOL, build_dataset_assets
 from .core.analysts.client import use_local_price_map
-from .core.drops import drop_format, drop_key
-from .core.errors import SmolcleanError
+from .core.drops import drop_format, drop_key, read_drop
+from .core.errors import DropReadError, SmolcleanError
 from .core.export import module_filename
 from .core.instructions import ItemState, split_instructions, stop_reason
 from .core.plan import ChunkPlan
@@ -77,12 +77,27 @@ class LearnOutcome:
     stopped: str = ""
 
 
-def place_drop(settings: DatasetSettings, source: Path) -> Path:
-    """The drop's file inside the dataset's drop folder (copied there when it is elsewhere)."""
+def check_learnable(source: Path) -> None:
+    """Refuse a drop that cannot be read, or holds no rows to learn from, naming the file as the user gave it."""
     source = Path(source)
-    drop_format(source)  # unknown extensions fail here, before anything is stored
-    if not source.is_file():
-        raise SmolcleanError(f"{source}: no such file")
+    drop_format(source)
+    if not source.exists():
+        raise DropReadError(f"{source}: no such file; check the path")
+    df = read_drop(source)
+    if df.empty:
+        raise DropReadError(
+            f"{source}: no rows to learn from (only a header: {', '.join(map(str, df.columns))}); "
+            "learn from a file that holds data rows"
+        )
+
+
+def place_drop(settings: DatasetSettings, source: Path) -> Path:
+    """The drop's file inside the dataset's drop folder (copied there when it is elsewhere).
+
+    The drop is read first: one that cannot be read is never copied into the drop folder.
+    """
+    source = Path(source)
+    check_learnable(source)
     folder = settings.check_drop_folder()
     folder.mkdir(parents=True, exist_ok=True)
     if source.resolve().parent == folder.resolve():
@@ -110,11 +125,14 @@ def learn(
     Example:
         >>> learn(DatasetSettings(name="customers", workdir="work"), Path("customers.csv"))  # doctest: +SKIP
     """
+    # Settings and the drop first: nothing (instance, settings file, a copy of the drop) is stored when the
+    # analyst cannot be made (a missing model) or the drop cannot be read.
+    settings.make_analyst()
+    path = place_drop(settings, source)
     if settings.concurrency > 1 and min(settings.planning_interval, settings.chunk_budget) > 1:
         _warm_up_workers(settings)
     instance = instance or workdir_instance(settings.workdir)
     save_settings(settings)
-    path = place_drop(settings, source)
     key = drop_key(path)
     drops = drops_partitions(settings.name)
     if not instance.has_dynamic_partition(drops.name, key):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dagster as dg
 
 from .core.drops import drop_key
+from .core.errors import SettingsError
 from .core.watch import FileState, WatchCursor, observe, probe_drop, scan_folder
 from .drop_runs import (
     Cleaning,
@@ -43,10 +44,14 @@ def build_drop_folder_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinit
         description=f"Cleans each new file in {s.drops_dir} matching {s.glob!r} once it has stopped changing.",
     )
     def drop_folder(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        # A drop folder named in the settings but missing fails the tick, naming the setting: watching
-        # nothing for ever would look like "no new files".
-        plan = observe(WatchCursor.from_json(context.cursor), scan_folder(s.check_drop_folder(), s.glob),
-                       stable_ticks=s.stable_ticks)
+        # A drop folder named in the settings but missing: each tick says so, naming the setting and what to
+        # do (watching nothing silently would look like "no new files"), without failing every 15 seconds.
+        try:
+            folder = s.check_drop_folder()
+        except SettingsError as exc:
+            context.log.warning(str(exc))
+            return dg.SkipReason(str(exc))
+        plan = observe(WatchCursor.from_json(context.cursor), scan_folder(folder, s.glob), stable_ticks=s.stable_ticks)
         cursor, version = plan.cursor, current_module_version(s)
         runs: list[dg.RunRequest] = []
         new_keys: list[str] = []

@@ -33,7 +33,7 @@ class DatasetSettings(BaseModel):
     api_base: str | None = Field(
         default=None, description="base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1"
     )
-    api_key: str | None = None
+    api_key: str | None = Field(default=None, description="API key of the model's provider (never saved to the workdir)")
     llm_timeout_s: float = Field(default=120.0, gt=0, description="seconds one LLM request may take")
     llm_max_attempts: int = Field(default=5, ge=1, le=20, description="attempts per LLM call, the first included")
     llm_backoff_s: float = Field(
@@ -44,18 +44,26 @@ class DatasetSettings(BaseModel):
     analyst: Literal["rules", "llm", "hybrid"] | None = Field(
         default=None, description="defaults to 'rules' without a model and 'hybrid' with one"
     )
-    chunk_size: int = Field(default=50, gt=0, le=100_000)
+    chunk_size: int = Field(default=50, gt=0, le=100_000, description="rows per chunk the analyst sees")
     chunk_budget: int = Field(default=12, gt=0, description="most chunks analysed per drop")
     step_budget: int = Field(
         default=80, gt=0, le=1000,
-        description="most analyst steps (LLM calls with a model) per drop, shared by its chunks",
+        description="most analyst steps (model calls with a model) per drop, shared by its chunks",
     )
-    max_steps: int = Field(default=40, gt=0, le=1000, description="most analyst steps one chunk may take")
-    planning_interval: int = Field(default=4, gt=0)
-    concurrency: int = Field(default=2, gt=0, le=64)
-    holdout_fraction: float = Field(default=0.2, ge=0.0, lt=0.9)
-    require_strong_sandbox: bool = False
-    timeout_s: float = Field(default=20.0, gt=0)
+    max_steps: int = Field(
+        default=40, gt=0, le=1000, description="most analyst steps one chunk may take (its share of step_budget is often less)"
+    )
+    planning_interval: int = Field(
+        default=4, gt=0, description="chunks per wave: the registry is consolidated and published after each wave"
+    )
+    concurrency: int = Field(default=2, gt=0, le=64, description="chunks analysed at once (separate processes)")
+    holdout_fraction: float = Field(
+        default=0.2, ge=0.0, lt=0.9, description="share of the drop's rows held out to validate functions on"
+    )
+    require_strong_sandbox: bool = Field(
+        default=False, description="refuse to run generated code when a sandbox layer is missing here"
+    )
+    timeout_s: float = Field(default=20.0, gt=0, description="seconds one generated function may run in the sandbox")
     apply_batch_size: int = Field(default=20_000, gt=0, description="rows per batch when a drop is cleaned")
     apply_workers: int | None = Field(
         default=None, gt=0, le=64,
@@ -174,6 +182,46 @@ class DatasetSettings(BaseModel):
             raise SettingsError(_describe(exc, values.get("name"))) from exc
 
 
+    @classmethod
+    def for_workdir(cls, workdir: Path | str, name: str, **values: object) -> DatasetSettings:
+        """The dataset's settings saved in `workdir` (`datasets/<name>.yaml`, when there is one) with `values`
+        over them, as `smolclean learn` uses them: what the command line says wins.
+
+        Example:
+            >>> s = DatasetSettings.for_workdir("work", "customers", llm_timeout_s="1800")  # doctest: +SKIP
+        """
+        path = settings_file(Path(workdir), name)
+        saved = _read_settings_file(path) if path.is_file() else {}
+        saved.pop("name", None)
+        merged = {**saved, **values, "name": name, "workdir": Path(workdir)}
+        return cls.load(**{k: v for k, v in merged.items() if v is not None})
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, str | None]:
+    """`KEY=VALUE` pairs of the command line (`--set llm_timeout_s=1800`) as settings; `KEY=` unsets one.
+
+    Values stay text: the settings model converts and validates them like any other source.
+
+    Example:
+        >>> parse_overrides(["llm_timeout_s=1800", "llm_rpm="])
+        {'llm_timeout_s': '1800', 'llm_rpm': None}
+    """
+    out: dict[str, str | None] = {}
+    known = DatasetSettings.model_fields
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise SettingsError(f"--set {pair!r}: expected KEY=VALUE, e.g. --set llm_timeout_s=1800")
+        if key in ("name", "workdir"):
+            raise SettingsError(f"--set {key}=...: give the dataset's {key} with --{key} instead")
+        if key not in known:
+            names = ", ".join(n for n in known if n not in ("name", "workdir"))
+            raise SettingsError(f"--set {key}=...: setting {key!r} does not exist; the settings are: {names}")
+        out[key] = value if value != "" else None
+    return out
+
+
 def _describe(exc: ValidationError, name: object) -> str:
     parts = []
     for err in exc.errors():
@@ -189,7 +237,7 @@ def settings_file(workdir: Path, name: str) -> Path:
 
 def save_settings(settings: DatasetSettings) -> Path:
     """Store a dataset's settings in its workdir (the API key is never written)."""
-    from .core.registry import write_atomic
+    from .core.files import write_atomic
 
     data = settings.model_dump(mode="json", exclude={"api_key", "workdir"}, exclude_none=True)
     path = settings_file(settings.workdir, settings.name)
@@ -202,11 +250,15 @@ def load_workdir(workdir: Path | str) -> list[DatasetSettings]:
     workdir = Path(workdir)
     out = []
     for path in sorted((workdir / "datasets").glob("*.yaml")):
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as exc:
-            raise SettingsError(f"{path}: not valid YAML: {exc}") from exc
-        if not isinstance(data, dict):
-            raise SettingsError(f"{path}: expected a mapping of settings")
-        out.append(DatasetSettings.load(workdir=workdir, **data))
+        out.append(DatasetSettings.load(workdir=workdir, **_read_settings_file(path)))
     return out
+
+
+def _read_settings_file(path: Path) -> dict[str, object]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise SettingsError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path}: expected a mapping of settings")
+    return data

@@ -1,10 +1,23 @@
-"""Shared fixtures: a small messy CSV, dataset settings on a temporary workdir, a sandbox."""
+"""Shared fixtures (a small messy CSV, a sandbox) and the summary of what a test run could not check here."""
 
 from __future__ import annotations
 
+import ctypes.util
+import glob
+import shutil
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+#: Debian's packages the end-to-end tests need (.ci/run installs them), and how to tell each is there.
+SYSTEM_PACKAGES: dict[str, Callable[[], bool]] = {
+    "libseccomp2": lambda: ctypes.util.find_library("seccomp") is not None,
+    "postgresql": lambda: bool(glob.glob("/usr/lib/postgresql/*/bin/initdb")),
+    "redis-server": lambda: shutil.which("redis-server") is not None,
+    "chromium": lambda: (shutil.which("chromium") or shutil.which("chromium-browser")) is not None,
+}
 
 MESSY_CSV = """id,name,city,signup,spend,active
 1,  Ann Lee ,new york,2023-01-05,$1200.50,yes
@@ -41,3 +54,31 @@ def sandbox():
 
     with Sandbox() as sb:
         yield sb
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """Say what this run did not check and why: skipped tests by reason, and the system packages missing here.
+
+    A skipped test is not a passed one: on a machine without PostgreSQL, Redis or Chromium the deployment
+    and UI tests are skipped, and the summary says so instead of a bare count.
+    """
+    skipped = terminalreporter.stats.get("skipped", [])
+    missing = [name for name, present in SYSTEM_PACKAGES.items() if not present()]
+    if not skipped and not missing:
+        return
+    terminalreporter.section("what this run did not check")
+    reasons = Counter(_skip_reason(report) for report in skipped)
+    for reason, count in sorted(reasons.items(), key=lambda item: (-item[1], item[0])):
+        terminalreporter.write_line(f"{count} test(s) skipped: {reason}")
+    terminalreporter.write_line(
+        "system packages of the end-to-end tests: "
+        + ", ".join(f"{name} {'MISSING' if name in missing else 'installed'}" for name in SYSTEM_PACKAGES)
+    )
+    if missing:
+        terminalreporter.write_line(f"to run those tests: apt-get install {' '.join(missing)} (.ci/run installs them)")
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return reason.removeprefix("Skipped: ")

@@ -44,6 +44,22 @@ def stop_group(proc: subprocess.Popen, sig: int = signal.SIGINT, grace_s: float 
         proc.wait(10)
 
 
+def session_processes(sid: int) -> list[int]:
+    """The live (not zombie) processes of session `sid`, read from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp session ...
+        if int(fields[3]) == sid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
 def wait_for_port(port: int, timeout_s: float, proc: subprocess.Popen | None = None) -> None:
     deadline = time.monotonic() + timeout_s
     while True:

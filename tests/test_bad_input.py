@@ -182,3 +182,44 @@ def test_the_sensor_reports_bad_drops_and_cleans_the_good_one(corpus, tmp_path):
     assert cleaned == ["good.parquet"]  # nothing, not even a temporary file, for the bad drops
     assert pd.read_parquet(settings.cleaned_dir / "good.parquet")["city"].str.strip().eq(
         pd.read_parquet(settings.cleaned_dir / "good.parquet")["city"]).all()
+
+
+LEARN_REFUSED = [*UNREADABLE, *(c for c in READABLE if c.rows == 0)]  # and a header with no rows: nothing to learn
+
+
+@pytest.mark.parametrize("case", LEARN_REFUSED, ids=lambda c: c.name)
+def test_smolclean_learn_refuses_a_bad_drop_in_one_paragraph_naming_it_and_stores_nothing(corpus, tmp_path, capfd, case):
+    from smolclean_dagster.cli import main
+
+    workdir = tmp_path / "work"
+    path = corpus / case.name
+    assert main(["learn", str(path), "--name", NAME, "--workdir", str(workdir)]) == 2
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "dagster" not in err.lower(), err
+    (paragraph,) = err.strip().split("\n\n")
+    assert paragraph.startswith(f"error: {path}:"), err  # the user's own path, not a copy in the drop folder
+    assert (case.expect or "no rows to learn from") in paragraph
+    assert not workdir.exists()  # no instance, no datasets/inbox.yaml, no copy in drops/inbox/
+
+
+def test_smolclean_learn_on_a_missing_file_stores_nothing_and_shows_the_traceback_only_with_v(tmp_path, capfd):
+    from smolclean_dagster.cli import main
+
+    workdir, missing = tmp_path / "work", tmp_path / "exports" / "customers.csv"
+    assert main(["learn", str(missing), "--name", NAME, "--workdir", str(workdir)]) == 2
+    err = capfd.readouterr().err
+    assert err == f"error: {missing}: no such file; check the path\n"
+    assert main(["-v", "learn", str(missing), "--name", NAME, "--workdir", str(workdir)]) == 2
+    err = capfd.readouterr().err
+    assert err.startswith("Traceback") and err.endswith(f"error: {missing}: no such file; check the path\n")
+    assert not workdir.exists()
+
+
+def test_smolclean_learn_without_the_model_its_analyst_needs_names_the_setting_and_stores_nothing(tmp_path, capfd):
+    from smolclean_dagster.cli import main
+
+    workdir, good = tmp_path / "work", write_good(tmp_path / "customers.csv")
+    assert main(["learn", str(good), "--name", NAME, "--workdir", str(workdir), "--analyst", "llm"]) == 2
+    err = capfd.readouterr().err
+    assert err.startswith("error: setting 'model' is required") and "Traceback" not in err
+    assert not workdir.exists()

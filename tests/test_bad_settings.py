@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import socket
 import subprocess
 import sys
@@ -54,9 +56,13 @@ def test_a_missing_drop_folder_is_named_when_learning_and_when_the_sensor_looks(
     assert "setting 'drop_folder'" in str(err.value) and "inbox-typo" in str(err.value) and "does not exist" in str(err.value)
     assert not (tmp_path / "inbox-typo").exists()  # not created behind the user's back
 
+    # The sensor's tick does not fail every 15 s: it is skipped, saying which setting and what to do.
     sensor = build_defs(settings).resolve_sensor_def("people_drop_folder")
-    with dg.instance_for_test() as instance, pytest.raises(SettingsError, match="setting 'drop_folder'.*inbox-typo"):
-        sensor(dg.build_sensor_context(instance=instance))
+    with dg.instance_for_test() as instance:
+        skipped = sensor(dg.build_sensor_context(instance=instance))
+    assert isinstance(skipped, dg.SkipReason)
+    assert re.search(r"setting 'drop_folder'.*inbox-typo does not exist; create it", skipped.skip_message)
+    assert not (tmp_path / "inbox-typo").exists()
 
     # The default folder (<workdir>/drops/<name>) may not exist yet: nothing to complain about.
     default = DatasetSettings(name="people", workdir=tmp_path / "fresh")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -13,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from local_servers import stop_group
+from local_servers import session_processes, stop_group
 
 SMOLCLEAN = [sys.executable, "-m", "smolclean_dagster.cli"]
 
@@ -34,7 +36,7 @@ def learned(tmp_path_factory) -> tuple[Path, Path]:
     data.write_text("\n".join(rows) + "\n", encoding="utf-8")
     workdir = root / "work"
     proc = subprocess.run([*SMOLCLEAN, "learn", str(data), "--name", "shipments", "--workdir", str(workdir)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, umask=0o022)
     assert proc.returncode == 0, proc.stderr
     assert "module:" in proc.stdout
     return data, workdir
@@ -50,6 +52,17 @@ def test_learned_module_runs_alone_and_keeps_every_row(learned, tmp_path):
     after = pd.read_csv(out, dtype=str, keep_default_na=False)
     assert len(after) == len(before) and after["ref"].tolist() == before["ref"].str.strip().tolist()
     assert after["carrier"].nunique() < before["carrier"].nunique()
+
+
+def test_the_files_people_commit_are_readable_by_everyone(learned):
+    """Under the usual umask 022 the module, its tests, report, chart and saved settings are 0644, not 0600."""
+    _, workdir = learned
+    module_dir = workdir / "modules" / "shipments"
+    names = {"clean_shipments.py", "test_clean_shipments.py", "report.md", "quality.png"}
+    assert names <= {p.name for p in module_dir.iterdir()}
+    for path in [*(module_dir / n for n in names), workdir / "datasets" / "shipments.yaml"]:
+        assert oct(path.stat().st_mode & 0o777) == oct(0o644), path
+    assert not [p for p in module_dir.iterdir() if p.name.startswith(".")]  # no temporary file left
 
 
 def test_apply_cleans_in_batches_in_the_sandbox(learned, tmp_path):
@@ -116,3 +129,45 @@ def test_ui_serves_the_asset_graph_and_each_chunk_trace(learned):
         assert any("| accepted |" in t and "```python" in t for t in traces)
     finally:
         stop_group(proc)
+
+
+def _wait_for_ui(proc: subprocess.Popen, port: int) -> None:
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2)
+            return
+        except OSError:
+            assert time.monotonic() < deadline, "the UI did not start within 120 s"
+            assert proc.poll() is None, "smolclean ui exited"
+            time.sleep(1)
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as in a background job of a shell
+
+
+def test_ui_stops_with_everything_it_started_on_sigterm(learned):
+    """As a service manager runs it: its own session, SIGINT ignored, stopped with SIGTERM to its group."""
+    _, workdir = learned
+    port = _free_port()
+    proc = subprocess.Popen([*SMOLCLEAN, "ui", "--workdir", str(workdir), "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=_ignore_sigint)
+    try:
+        _wait_for_ui(proc, port)
+        started = session_processes(proc.pid)
+        assert len(started) >= 3, started  # smolclean, dagster dev, the webserver, the daemon, code servers
+        os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        while session_processes(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert session_processes(proc.pid) == [], "processes of `smolclean ui` alive 15 s after SIGTERM"
+        assert proc.wait(1) == 0
+        assert "SIGTERM received" in proc.stderr.read()
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    finally:
+        for pid in session_processes(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+        proc.wait(10)

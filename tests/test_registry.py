@@ -75,3 +75,37 @@ def test_concurrent_writers_lose_nothing(tmp_path):
 
 def test_an_empty_registry_is_version_zero():
     assert Registry(dataset="ds").version == 0
+
+
+def _strip(columns: list[str]) -> str:
+    return (
+        "def strip_whitespace(df):\n"
+        f'    """Strip whitespace in {", ".join(columns)}."""\n'
+        "    df = df.copy()\n"
+        f"    for c in {columns!r}:\n"
+        "        df[c] = df[c].str.strip()\n"
+        "    return df\n"
+    )
+
+
+def test_a_merge_that_keeps_a_name_is_reported_as_a_changed_function_not_as_nothing_learned():
+    from smolclean_dagster.core.registry_changes import registry_changes
+
+    prov = Provenance(drop="d", chunk="c", step=1, analyst="rules")
+    old = CleaningFunction.from_code(_strip(["carrier"]), columns=["carrier"])
+    gone = CleaningFunction.from_code('def upper_city(df):\n    """Upper-case city."""\n    return df\n', columns=["city"])
+    before = Registry(dataset="d").with_entry(RegistryEntry(function=old, provenance=prov))
+    before = before.with_entry(RegistryEntry(function=gone, provenance=prov))
+    learned = before.with_entry(RegistryEntry(function=CleaningFunction.from_code(_strip(["status"])), provenance=prov))
+    merged = CleaningFunction.from_code(_strip(["carrier", "status"]), columns=["carrier", "status"])
+    after = learned.with_entries([
+        RegistryEntry(function=merged, provenance=prov, merged_from=("strip_whitespace", "strip_whitespace_2", "upper_city")),
+    ])
+    changes = registry_changes(before, after)
+    assert (changes.version_before, changes.version_after) == (2, 4)
+    assert [c.name for c in changes.changed] == ["strip_whitespace"] and changes.changed[0].columns == ("carrier", "status")
+    assert changes.added == () and [c.name for c in changes.removed] == ["upper_city"]
+    text = changes.markdown()
+    assert "- changed `strip_whitespace` (carrier, status)" in text
+    assert "- removed `upper_city` (merged into `strip_whitespace`)" in text
+    assert registry_changes(after, after).markdown() == "No change: the module is the same as before (registry version 4)."

@@ -13,6 +13,7 @@ import pytest
 
 from smolclean_dagster import DatasetSettings, build_defs
 from smolclean_dagster.core.export import module_filename
+from smolclean_dagster.core.storage import DatasetStore
 from smolclean_dagster.core.watch import FileState, probe_drop
 from smolclean_dagster.drop_runs import LEARNED_FROM_TAG
 
@@ -323,12 +324,21 @@ def test_new_dirt_in_a_drop_teaches_the_agent_a_new_module_version(tmp_path, ins
 
     [teach] = tick("shipments_learn_on_residual").run_requests
     assert teach.job_name == "shipments_learn_from_drop" and teach.partition_key == "april.csv"
+    names_before = {e.function.name for e in DatasetStore(settings.storage_dir, "shipments").registry.load().entries}
     run(teach)
     new_version = read_module_version(module.read_text())
     assert new_version > version and "status" in module.read_text()
     lesson = instance.fetch_materializations(dg.AssetKey(["shipments", "drop_learning"]), limit=1).records[0]
     md = lesson.asset_materialization.metadata
-    assert md["functions_added"].value >= 1 and md["residual_share_after"].value < md["residual_share_before"].value
+    assert md["residual_share_after"].value < md["residual_share_before"].value
+    # The metadata tells what really happened to the module: versions and every function added or removed.
+    assert (md["registry_version_before"].value, md["registry_version_after"].value) == (version, new_version)
+    names_after = {e.function.name for e in DatasetStore(settings.storage_dir, "shipments").registry.load().entries}
+    assert md["functions_added"].value == len(names_after - names_before) >= 1
+    assert md["functions_removed"].value == len(names_before - names_after)
+    changes = md["changes"].value
+    assert all(f"added `{n}`" in changes for n in names_after - names_before)
+    assert all(f"removed `{n}`" in changes for n in names_before - names_after)
     assert instance.event_log_storage.get_latest_asset_check_execution_by_key([check])[check].status.value == "SUCCEEDED"
     assert not tick("shipments_learn_on_residual").run_requests
 

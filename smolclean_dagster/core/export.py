@@ -13,8 +13,9 @@ from pathlib import Path
 
 from . import drop_io
 from .errors import ExportError
+from .files import write_atomic
 from .functions import split_imports
-from .registry import Registry, write_atomic
+from .registry import Registry
 
 _MAIN_HEAD = """
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
-import tempfile
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,6 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import RegistryError
+from .files import write_atomic  # noqa: F401  (also importable from here, where it used to live)
 from .functions import CleaningFunction
 from .instructions import Declined, InstructionItem, ItemState, item_states
 
@@ -156,22 +155,6 @@ def _unique_name(entry: RegistryEntry, taken: set[str]) -> RegistryEntry:
 
 def _now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` so readers see the old file or the new one, never a part of either."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 class RegistryStore:

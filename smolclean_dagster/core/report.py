@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from .instructions import InstructionItem, coverage_line
+from .files import write_atomic
 from .plan import ChunkPlan
 from .quality import ValidationReport
-from .registry import Registry, write_atomic
+from .registry import Registry
 from .steps import ChunkTrace
 
 
@@ -125,8 +127,8 @@ def write_chart(validation: ValidationReport, path: Path) -> Path:
     ax.set_title(f"{validation.dataset}: detector findings on {validation.holdout_rows} held-out rows")
     ax.legend()
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp")
-    fig.savefig(tmp, format="png", metadata={"Software": None})
+    png = io.BytesIO()
+    fig.savefig(png, format="png", metadata={"Software": None})
     plt.close(fig)
-    tmp.replace(path)
+    write_atomic(path, png.getvalue())
     return path

@@ -6,7 +6,7 @@ import pprint
 from pathlib import Path
 
 from .quality import ValidationReport
-from .registry import write_atomic
+from .files import write_atomic
 
 
 def tests_filename(dataset: str) -> str:

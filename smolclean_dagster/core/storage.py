@@ -15,7 +15,8 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ValidationError
 
 from .errors import SmolcleanError
-from .registry import RegistryStore, write_atomic
+from .files import write_atomic
+from .registry import RegistryStore
 from .sandbox.wire import frame_to_table, table_to_frame
 
 M = TypeVar("M", bound=BaseModel)

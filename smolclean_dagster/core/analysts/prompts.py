@@ -1,4 +1,4 @@
-"""Prompts for the LLM analyst: load the Jinja2 templates of `smolclean_dagster/prompts/*.yaml` and fill them.
+"""Prompts for the LLM analyst: load the Jinja2 templates of `prompts/*.yaml` and fill them.
 
 The templates hold every word the model reads; this module only chooses and shapes the data that goes
 into them, within character budgets: the rows (as cleaned so far), their profile, the detector findings,
@@ -71,11 +71,15 @@ class ColumnCounts:
 
 @cache
 def load_template(name: str) -> dict[str, jinja2.Template]:
-    """The `system` and `user` templates of `prompts/<name>.yaml`, shipped inside the package."""
-    source = resources.files("smolclean_dagster") / "prompts" / f"{name}.yaml"
+    """The `system` and `user` templates of `prompts/<name>.yaml`.
+
+    The repository's top-level `prompts/` folder is installed as the package `smolclean_dagster.prompts`
+    (pyproject's package-dir), so a wheel and an editable install find the same files.
+    """
     try:
+        source = resources.files("smolclean_dagster.prompts") / f"{name}.yaml"
         data = yaml.safe_load(source.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+    except (ImportError, OSError, yaml.YAMLError) as exc:
         raise AnalystError(f"prompt template prompts/{name}.yaml cannot be read: {exc}; reinstall the package") from exc
     env = jinja2.Environment(
         undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False,
