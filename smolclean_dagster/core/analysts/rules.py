@@ -146,6 +146,7 @@ def _dependencies(found: list[Finding], refined: list[Finding | None], columns: 
     conditions = [c for f in found for c in f.params["conditions"]]
     if not tables and not conditions:
         return None
+    fill_empty = any(f.params.get("fill_empty", False) for f in found)
     summary = ", ".join(
         f"{dep} by {', '.join(dict.fromkeys(t[0] for t in tables if t[1] == dep) or [c[0] for c in conditions if c[1] == dep])}"
         for dep in dict.fromkeys([t[1] for t in tables] + [c[1] for c in conditions])
@@ -154,9 +155,12 @@ def _dependencies(found: list[Finding], refined: list[Finding | None], columns: 
         "columns": [f.column for f in found],
         "summary": summary,
         "nulls": sorted(NULL_TOKENS | {""}),
-        "dependencies": [{"determinant": a, "dependent": b, "mapping": m, "voted": v} for a, b, m, v in tables],
+        "dependencies": [
+            {"determinant": a, "dependent": b, "mapping": m, "voted": v, "strong": s} for a, b, m, v, s in tables
+        ],
         "conditions": [{"determinant": a, "dependent": b, "usual": u, "value": v} for a, b, u, v in conditions],
-        "voted": sorted({b for _, b, _, v in tables if v}),
+        "voted": sorted({b for _, b, _, v, _ in tables if v}),
+        "fill_empty": fill_empty,
     }
 
 
