@@ -59,12 +59,13 @@ def detect(column: ColumnValues) -> Finding | None:
 
 
 def _spelling(known: dict[str, int], pair: tuple[str, str], truth: bool) -> str:
-    """The most frequent written form of one side of `pair`, or the pair's word in the case of the other side."""
-    side = [v for v in known if SPELLINGS[v.casefold()] == (pair, truth)]
-    if side:
-        return min(side, key=lambda v: (-known[v], v))
+    """One side of `pair` written in the case most of the pair's cells use, the same for both sides: a
+    column never ends up with "false" beside "True"."""
+    cases = {"lower": 0, "upper": 0, "title": 0}
+    for value, n in known.items():
+        if SPELLINGS[value.casefold()][0] == pair and value.upper() != value.lower():
+            case = "upper" if value.isupper() else "lower" if value.islower() else "title"
+            cases[case] += n
+    case = max(cases, key=lambda c: (cases[c], c == "lower"))
     word = pair[0 if truth else 1]
-    other = _spelling(known, pair, not truth)
-    if other.isupper():
-        return word.upper()
-    return word.title() if other[:1].isupper() else word
+    return word.upper() if case == "upper" or (case == "title" and len(word) == 1) else word.title() if case == "title" else word
