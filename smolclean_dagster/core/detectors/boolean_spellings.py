@@ -19,7 +19,7 @@ def detect(column: ColumnValues) -> Finding | None:
     to the canonical one: the pair used by most cells, in the case the data uses most.
 
     A column of "Y"/"N" only, or of "0"/"1" only, is consistent and not flagged; "yes"/"Yes" alone is a
-    case variant (the case detector's job).
+    case variant (the case detector's job); "True"/"false" is two spellings, flagged.
 
     Example:
         >>> import pandas as pd
@@ -32,7 +32,9 @@ def detect(column: ColumnValues) -> Finding | None:
     keys = {v.casefold() for v in known}
     if sum(known.values()) < MIN_BOOLEAN_SHARE * sum(values.values()):
         return None
-    if len(keys) <= 2 or all(k.isdigit() for k in keys):  # one spelling per side, or numbers only
+    if len(keys) < 2 or all(k.isdigit() for k in keys):  # one side only, or numbers only
+        return None
+    if len(keys) == 2 and len(known) > 2:  # one word per side, some in two cases: the case detector's job
         return None
     by_pair: dict[tuple[str, str], int] = {}
     for value, n in known.items():
