@@ -8,6 +8,14 @@ the real flow, `smolclean_dagster.learning.learn()`, on a fresh temporary workdi
 waves, the sandbox, validation, export), cleans the whole dirty file with the exported module (the
 `cleaned_data` asset: sandboxed batches), and scores the cleaned cells against clean.csv.
 
+Then the next drop: a module is learned the same way from the first half of the rows only, and cleans the
+second half as `smolclean apply` does (sandboxed batches); those cells are scored against the second half
+of clean.csv. That is the product's use: a module learned once cleans files it never saw. Beside it, the
+whole-file module's score on the same second half, so the two compare on the same cells.
+
+Exact F1 is the headline and the only figure printed beside the published numbers; the
+representation-insensitive score is a separate, labelled column of our own table.
+
 Scoring follows Raha/Baran (raha/dataset.py): every cell read as a string (dtype=str,
 keep_default_na=False), normalised (html.unescape, runs of tab/newline/space -> one space, strip),
 cells aligned by POSITION (the headers of dirty and clean differ for hospital and beers). A null the
@@ -64,7 +72,8 @@ PUBLISHED = {
 #: The issue's targets: (score, F1 at least).
 TARGETS = {"beers": ("exact", 0.95), "hospital": ("exact", 0.75), "flights": ("exact", 0.60),
            "rayyan": ("insensitive", 0.28), "tax_50k": ("insensitive", 0.80)}
-#: The published tax numbers are on the full 200k-row tax set; ours on its first 50k rows.
+#: Rows of the files the published numbers were measured on, where ours differ: said beside every figure.
+PUBLISHED_ROWS = {"tax_50k": 200_000}
 ORDER = ("beers", "hospital", "flights", "rayyan", "tax_50k")
 
 
@@ -275,6 +284,11 @@ class Run:
     chunks: int
     function_names: list[str]
     score: DatasetScore
+    #: The whole-file module on the second half of the rows, and the first half's module on the same rows.
+    whole_on_second_half: DatasetScore | None = None
+    next_drop: DatasetScore | None = None
+    next_drop_functions: list[str] = field(default_factory=list)
+    next_drop_seconds: float = 0.0
 
 
 def learn_and_score(folder: Path, workdir: Path, options: dict) -> Run:
@@ -290,15 +304,50 @@ def learn_and_score(folder: Path, workdir: Path, options: dict) -> Run:
     dirty = read_text_frame(folder / "dirty.csv")
     clean = read_text_frame(folder / "clean.csv")
     cleaned = cleaned_as_text(outcome.cleaned)
-    from smolclean_dagster.core.storage import DatasetStore
-
-    registry = DatasetStore(settings.storage_dir, name).registry.load()
+    half = len(dirty) // 2
     return Run(
         dataset=name, rows=len(dirty), columns=dirty.shape[1], seconds=round(seconds, 1),
         functions=outcome.functions, chunks=outcome.chunks,
-        function_names=[e.function.name for e in registry.entries],
+        function_names=_function_names(settings),
         score=score_frames(dirty, clean, cleaned),
+        whole_on_second_half=score_frames(*(f.iloc[half:].reset_index(drop=True) for f in (dirty, clean, cleaned))),
     )
+
+
+def next_drop(folder: Path, workdir: Path, options: dict, run: Run) -> None:
+    """Learn from the first half of folder/dirty.csv, clean the second half with that module as
+    `smolclean apply` does, and score the second half: `run.next_drop`."""
+    from smolclean_dagster.core.apply import apply_module
+    from smolclean_dagster.learning import learn
+    from smolclean_dagster.sandbox import Sandbox
+    from smolclean_dagster.settings import DatasetSettings
+
+    dirty = read_text_frame(folder / "dirty.csv")
+    clean = read_text_frame(folder / "clean.csv")
+    half = len(dirty) // 2
+    first, second = workdir / "first_half.csv", workdir / "second_half.csv"
+    workdir.mkdir(parents=True, exist_ok=True)
+    dirty.iloc[:half].to_csv(first, index=False)
+    dirty.iloc[half:].to_csv(second, index=False)
+    settings = DatasetSettings(name=folder.name, workdir=workdir / "work", analyst="rules", **options)
+    started = time.perf_counter()
+    outcome = learn(settings, first, log_level="ERROR")
+    sandbox = Sandbox()
+    try:
+        out = workdir / "second_half.cleaned.parquet"
+        apply_module(outcome.module.read_text(encoding="utf-8"), second, out, sandbox=sandbox)
+    finally:
+        sandbox.close()
+    run.next_drop_seconds = round(time.perf_counter() - started, 1)
+    run.next_drop_functions = _function_names(settings)
+    tail = [f.iloc[half:].reset_index(drop=True) for f in (dirty, clean)]
+    run.next_drop = score_frames(*tail, cleaned_as_text(out))
+
+
+def _function_names(settings) -> list[str]:
+    from smolclean_dagster.core.storage import DatasetStore
+
+    return [e.function.name for e in DatasetStore(settings.storage_dir, settings.name).registry.load().entries]
 
 
 # ---------------------------------------------------------------------------------------------- report
@@ -309,23 +358,32 @@ def report(runs: list[Run], machine: dict, options: dict) -> str:
         e, i = r.score.exact, r.score.insensitive
         kind, goal = TARGETS.get(r.dataset, (None, None))
         got = (e if kind == "exact" else i).f1 if kind else None
-        rows.append([r.dataset, f"{r.rows}x{r.columns}", e.errors, e.precision, e.recall, e.f1,
+        nxt = r.next_drop.exact.f1 if r.next_drop else None
+        same = r.whole_on_second_half.exact.f1 if r.whole_on_second_half else None
+        rows.append([r.dataset, f"{r.rows}x{r.columns}", e.errors, e.precision, e.recall, e.f1, nxt, same,
                      i.errors, i.precision, i.recall, i.f1,
                      f"{kind} >= {goal}: {'met' if got >= goal else 'NOT met'}" if kind else "-",
                      r.functions, r.chunks, f"{r.seconds:.0f}"])
     ours = table(
-        ["dataset", "size", "errors", "P", "R", "F1", "errors (repr.)", "P (repr.)", "R (repr.)", "F1 (repr.)",
-         "target", "functions", "chunks", "learn+clean s"],
+        ["dataset", "size", "errors", "P", "R", "exact F1 (whole file)", "exact F1 (next drop)",
+         "exact F1 (whole-file module, 2nd half)", "errors (repr.)", "P (repr.)", "R (repr.)",
+         "F1 (repr.-insensitive, whole file)", "target", "functions", "chunks", "learn+clean s"],
         rows,
     )
     names = [r.dataset for r in runs]
+    headers = [f"{n} ({_size_note(n, r.rows)})" if n in PUBLISHED_ROWS else n for n, r in zip(names, runs)]
     published = [[system, *[scores.get(n) for n in names]] for system, scores in PUBLISHED.items()]
-    published.insert(0, ["smolclean, rules, 0 labels (exact)", *[r.score.exact.f1 for r in runs]])
-    published.insert(1, ["smolclean, rules, 0 labels (repr.-insensitive)", *[r.score.insensitive.f1 for r in runs]])
-    beside = table(["F1 of error correction", *names], published)
+    published.insert(0, ["smolclean, rules, 0 labels: exact F1, whole file", *[r.score.exact.f1 for r in runs]])
+    published.insert(1, ["smolclean, rules, 0 labels: exact F1, next drop",
+                         *[r.next_drop.exact.f1 if r.next_drop else None for r in runs]])
+    beside = table(["F1 of error correction", *headers], published)
     settings = ", ".join(f"{k}={v}" for k, v in options.items())
     return (f"Machine: {describe_machine(machine)}\nSettings: analyst=rules, {settings}\n\n{ours}\n\n{beside}\n"
-            "(published tax numbers are on the full 200k-row tax set; ours on its first 50k rows)")
+            "(next drop: learned from the first half of the rows, scored on the second half)")
+
+
+def _size_note(name: str, rows: int) -> str:
+    return f"ours: {rows:,} rows; published: {PUBLISHED_ROWS[name]:,} rows"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -337,6 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-steps", type=int, default=None, help="steps per chunk (default: the setting's)")
     parser.add_argument("--concurrency", type=int, default=None, help="chunks at once (default: the setting's)")
     parser.add_argument("--no-write", action="store_true", help="print only; do not write results/quality.json")
+    parser.add_argument("--no-next-drop", action="store_true", help="skip learning on the first half of each file")
     args = parser.parse_args(argv)
     quiet_logs()
     logging.basicConfig(level=logging.WARNING)
@@ -363,12 +422,17 @@ def main(argv: list[str] | None = None) -> int:
             workdir = args.keep / folder.name
             shutil.rmtree(workdir, ignore_errors=True)
             runs.append(learn_and_score(folder, workdir, options))
+            if not args.no_next_drop:
+                next_drop(folder, args.keep / f"{folder.name}_next_drop", options, runs[-1])
         else:
             with tempfile.TemporaryDirectory(prefix=f"smolclean-quality-{folder.name}-") as tmp:
-                runs.append(learn_and_score(folder, Path(tmp), options))
+                runs.append(learn_and_score(folder, Path(tmp) / "whole", options))
+                if not args.no_next_drop:
+                    next_drop(folder, Path(tmp) / "next_drop", options, runs[-1])
         r = runs[-1]
+        nxt = f", next drop {r.next_drop.exact.f1:.3f}" if r.next_drop else ""
         print(f"  {r.functions} functions from {r.chunks} chunks in {r.seconds:.0f} s: "
-              f"exact F1 {r.score.exact.f1:.3f}, representation-insensitive F1 {r.score.insensitive.f1:.3f}")
+              f"exact F1 {r.score.exact.f1:.3f}{nxt} (representation-insensitive F1 {r.score.insensitive.f1:.3f})")
     text = report(runs, machine, shown)
     print()
     print(text)
@@ -382,6 +446,13 @@ def main(argv: list[str] | None = None) -> int:
                     "rows": r.rows, "columns": r.columns, "seconds": r.seconds, "functions": r.functions,
                     "chunks": r.chunks, "function_names": r.function_names,
                     "exact": r.score.exact.as_dict(), "insensitive": r.score.insensitive.as_dict(),
+                    "next_drop": None if r.next_drop is None else {
+                        "learned_on_rows": r.rows // 2, "scored_rows": r.rows - r.rows // 2,
+                        "seconds": r.next_drop_seconds, "function_names": r.next_drop_functions,
+                        "exact": r.next_drop.exact.as_dict(), "insensitive": r.next_drop.insensitive.as_dict(),
+                        "whole_file_module_exact": r.whole_on_second_half.exact.as_dict(),
+                    },
+                    "published_rows": PUBLISHED_ROWS.get(r.dataset),
                     "target": dict(zip(("score", "f1_at_least"), TARGETS[r.dataset])) if r.dataset in TARGETS else None,
                     "columns": r.score.columns,
                 }

@@ -27,8 +27,9 @@ def cleaned_check_specs(asset: dg.AssetKey, partitions_def: dg.PartitionsDefinit
             dg.AssetCheckSpec(ROWS_PRESERVED, asset=asset, partitions_def=partitions_def,
                               description="The cleaned drop has exactly as many rows as the drop."),
             dg.AssetCheckSpec(RESIDUAL_ISSUES, asset=asset, partitions_def=partitions_def,
-                              description="The detectors flag at most `residual_threshold` of the sampled cleaned "
-                              "cells; when this fails the agent can learn from the drop (see `learn_on_residual`)."),
+                              description="In no column do the detectors flag more than `residual_threshold` of the "
+                              "sampled cleaned cells; when this fails the agent can learn from the drop (see "
+                              "`learn_on_residual`)."),
         ]
 
 
@@ -49,6 +50,7 @@ def cleaned_check_results(result: ApplyResult, threshold: float) -> list[dg.Asse
             severity=dg.AssetCheckSeverity.WARN,
             metadata={
                 "share_flagged": dg.MetadataValue.float(report.share),
+                "worst_column_share": dg.MetadataValue.float(report.worst_share),
                 "threshold": dg.MetadataValue.float(threshold),
                 "rows_sampled": report.rows_sampled,
                 **findings_metadata(list(report.findings)),

@@ -95,7 +95,10 @@ def _print_outcome(outcome, drops: Path) -> None:
     print(f"  report:  {outcome.report}")
     print(f"  cleaned: {outcome.cleaned}")
     print(f"  drops:   {drops}/  (new files there are cleaned by `smolclean ui`)")
-    print(f"  held-out check: {'passed' if v.passed else 'FAILED'} on {v.holdout_rows} rows, {v.cells_changed} cells changed")
+    checks = ", ".join(c.name.replace("_", " ") for c in v.checks)
+    print(f"  blocking checks on {v.holdout_rows} held-out rows: {'passed' if v.passed else 'FAILED'} ({checks}); "
+          f"{v.cells_changed} cells changed")
+    _print_left(v)
     if outcome.instructions:
         from .core.instructions import coverage_line
 
@@ -104,13 +107,25 @@ def _print_outcome(outcome, drops: Path) -> None:
         print(f"  stopped: {outcome.stopped}")
 
 
+def _print_left(v) -> None:
+    """Per column, what the detectors still find on the cleaned held-out rows."""
+    if not v.left:
+        print("  left on held-out rows: nothing the detectors look for")
+        return
+    print(f"  left on held-out rows: {sum(q.after for q in v.left)} cell(s) in {len(v.left)} column(s)")
+    for q in v.left:
+        print(f"    {q.column}: {'; '.join(q.left)}")
+
+
 def _demo(args: argparse.Namespace) -> int:
     from .learning import learn, workdir_instance
 
     instance = workdir_instance(args.workdir)
     sample = resources.files("smolclean_dagster") / "sample_data"
     for name, filename in DEMO_FILES.items():
-        settings = _settings(name=name, workdir=args.workdir, model=None, analyst="rules")
+        # One chunk at a time: chunks running side by side accept functions in whatever order they finish,
+        # and the demo must give the same module on every run.
+        settings = _settings(name=name, workdir=args.workdir, model=None, analyst="rules", concurrency=1)
         with resources.as_file(sample / filename) as path:
             _print_outcome(learn(settings, path, instance, log_level=_log_level(args)), settings.drops_dir)
     print(f"drop folders: {args.workdir / 'drops'}/<dataset>/  (watched by `smolclean ui --workdir {args.workdir}`)")
@@ -157,7 +172,8 @@ def _apply(args: argparse.Namespace) -> int:
     r = result.residual
     print(f"cleaned {result.rows_in} rows in {result.batches} batch(es) -> {result.output} "
           f"({result.seconds:.1f}s, {result.rows_per_s:,.0f} rows/s, {result.workers} worker(s))")
-    print(f"residual issues: {len(r.findings)} finding(s), {r.share:.2%} of {r.cells_sampled} sampled cells flagged"
+    print(f"residual issues: {len(r.findings)} finding(s), {r.share:.2%} of {r.cells_sampled} sampled cells flagged, "
+          f"{r.worst_share:.2%} in the worst column"
           + "".join(f"\n  {f.column}: {f.message}" for f in r.findings[:10]))
     return 0
 

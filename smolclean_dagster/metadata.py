@@ -176,7 +176,7 @@ def consolidation_metadata(result: Consolidation, usage: Usage | None = None) ->
 
 def validation_metadata(report: ValidationReport) -> dict[str, dg.MetadataValue]:
     """Blocking checks and quality before/after on held-out rows."""
-    checks = ["| check | passed | detail |", "|---|---|---|"]
+    checks = ["| blocking check | passed | detail |", "|---|---|---|"]
     checks += [f"| {c.name} | {'yes' if c.passed else 'NO'} | {_cell(c.detail)} |" for c in report.checks]
     quality = ["| column | findings before | after |", "|---|---|---|"]
     quality += [f"| {_cell(q.column)} | {q.before} | {q.after} |" for q in report.quality]
@@ -185,6 +185,18 @@ def validation_metadata(report: ValidationReport) -> dict[str, dg.MetadataValue]
         "cells_changed": dg.MetadataValue.int(report.cells_changed),
         "findings_before": dg.MetadataValue.int(sum(q.before for q in report.quality)),
         "findings_after": dg.MetadataValue.int(sum(q.after for q in report.quality)),
+        "blocking_checks_passed": dg.MetadataValue.bool(report.passed),
         "checks": dg.MetadataValue.md("\n".join(checks)),
         "quality": dg.MetadataValue.md("\n".join(quality)),
+        **left_metadata(report),
+    }
+
+
+def left_metadata(report: ValidationReport) -> dict[str, dg.MetadataValue]:
+    """Per column, what the detectors still find on the cleaned held-out rows."""
+    rows = ["| column | cells | what is left |", "|---|---|---|"]
+    rows += [f"| {_cell(q.column)} | {q.after} | {_cell('; '.join(q.left))} |" for q in report.left]
+    return {
+        "columns_with_findings_left": dg.MetadataValue.int(len(report.left)),
+        "left": dg.MetadataValue.md("\n".join(rows) if report.left else "nothing the detectors look for"),
     }

@@ -72,7 +72,7 @@ class DatasetSettings(BaseModel):
     cleaned_format: Literal["parquet", "csv"] = Field(default="parquet", description="format of cleaned drops")
     residual_threshold: float = Field(
         default=0.01, ge=0.0, le=1.0,
-        description="most share of sampled cells the detectors may still flag in a cleaned drop (0.01 = 1%)",
+        description="most share of a column's sampled cells the detectors may still flag in a cleaned drop (0.01 = 1%)",
     )
     learn_on_residual: Literal["auto", "on_request"] = Field(
         default="auto",

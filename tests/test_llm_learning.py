@@ -64,8 +64,8 @@ def test_learning_with_a_model_over_http_and_a_rerun_served_from_the_cache(messy
         again = _learn(messy_csv, workdir, llm.api_base)
         assert again.returncode == 0, again.stderr
         assert len(llm.requests) == calls
-        assert (workdir / "modules" / "people" / "clean_people.py").read_text().split("Updated:")[1].split("\n", 1)[1] \
-            == module.split("Updated:")[1].split("\n", 1)[1]
+        assert (workdir / "modules" / "people" / "clean_people.py").read_text().split("Functions:")[1] \
+            == module.split("Functions:")[1]
         latest = _chunk_metadata(workdir)[: len(meta)]
         assert sum(m["llm_cached_calls"].value for m in latest) == calls
         assert sum(m["llm_calls"].value for m in latest) == 0

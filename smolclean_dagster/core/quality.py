@@ -14,13 +14,15 @@ from .validate import CodeRunner, as_text, changed_cells, frames_equal
 
 
 class ColumnQuality(BaseModel):
-    """Detector findings (cells affected) in one column before and after cleaning."""
+    """Detector findings (cells affected) in one column before and after cleaning, and what is left: the
+    findings still there after cleaning, in words (e.g. "3 cells of 'state' spell a missing value ...")."""
 
     model_config = ConfigDict(frozen=True)
 
     column: str
     before: int
     after: int
+    left: tuple[str, ...] = ()
 
 
 class CheckOutcome(BaseModel):
@@ -60,14 +62,22 @@ class ValidationReport(BaseModel):
 
     @property
     def passed(self) -> bool:
+        """Whether every blocking check passed; says nothing of what is left (see `left`)."""
         return all(c.passed for c in self.checks)
 
+    @property
+    def left(self) -> tuple[ColumnQuality, ...]:
+        """The columns in which the detectors still find something after cleaning, in column order."""
+        return tuple(q for q in self.quality if q.after)
 
-def _issue_counts(df: pd.DataFrame) -> Counter[str]:
+
+def _issue_counts(df: pd.DataFrame) -> tuple[Counter[str], dict[str, list[str]]]:
     counts: Counter[str] = Counter()
+    messages: dict[str, list[str]] = {}
     for f in detect_issues(df):
         counts[f.column] += f.count
-    return counts
+        messages.setdefault(f.column, []).append(f.message)
+    return counts, messages
 
 
 def validate_registry(
@@ -118,11 +128,11 @@ def validate_registry(
             detail="clean(clean(rows)) == clean(rows)" if idem else "a second clean() changed the rows again",
         )
     )
-    before, after = _issue_counts(holdout), _issue_counts(once)
-    quality = tuple(
-        ColumnQuality(column=c, before=before.get(c, 0), after=after.get(c, 0))
+    (before, _), (after, left) = _issue_counts(holdout), _issue_counts(once)
+    quality = tuple(  # every column, clean ones too: a reader sees what was looked at
+        ColumnQuality(column=str(c), before=before.get(str(c), 0), after=after.get(str(c), 0),
+                      left=tuple(left.get(str(c), ())))
         for c in holdout.columns
-        if before.get(c, 0) or after.get(c, 0)
     )
     worse = [q.column for q in quality if q.after > q.before]
     checks.append(

@@ -55,13 +55,16 @@ def render_report(
         out.append("")
     if validation is not None:
         out += ["## Validation on held-out rows", "", f"{validation.holdout_rows} rows the analyst never saw; "
-                f"{validation.cells_changed} cell(s) changed.", "", "| check | passed | detail |", "|---|---|---|"]
+                f"{validation.cells_changed} cell(s) changed. The blocking checks below decide whether the module "
+                "is exported; they say nothing of dirt that is left (see the next sections).", "",
+                "| blocking check | passed | detail |", "|---|---|---|"]
         out += [f"| {c.name} | {'yes' if c.passed else 'NO'} | {_md(c.detail)} |" for c in validation.checks]
         out += ["", "## Quality before and after (detector findings per column)", "", "| column | before | after |",
                 "|---|---|---|"]
         out += [f"| {_md(q.column)} | {q.before} | {q.after} |" for q in validation.quality]
         if chart is not None:
             out += ["", f"![Detector findings per column before and after]({chart.name})"]
+        out += left_section(validation)
     if traces:
         calls = sum(t.usage.calls for t in traces)
         cached = sum(t.usage.cached_calls for t in traces)
@@ -91,6 +94,16 @@ def _instructions(registry: Registry, items: tuple[InstructionItem, ...], reads:
                    else f"declined: {s.reason}" if s.state == "declined" else "**open**")
         out.append(f"| {s.number} | {_md(s.text)} | {_md(outcome)} |")
     return out + [""]
+
+
+def left_section(validation: ValidationReport) -> list[str]:
+    """The report's "What is left" section: per column, what the detectors still find after cleaning."""
+    out = ["", "## What is left (detector findings on the cleaned held-out rows)", ""]
+    if not validation.left:
+        return out + ["Nothing the detectors look for is left on the held-out rows."]
+    out += ["| column | cells | what |", "|---|---|---|"]
+    out += [f"| {_md(q.column)} | {q.after} | {_md('; '.join(q.left))} |" for q in validation.left]
+    return out
 
 
 def write_report(

@@ -10,6 +10,7 @@ while the registry, and with it the cleaned reference, stays the same.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -30,7 +31,7 @@ class DropView:
 
     learned: dependencies.Dependencies
     column_findings: list[Finding]
-    violations: dict[tuple[str, ...], list[Finding]]
+    violations: dict[tuple[tuple[str, ...], bool], list[Finding]]
 
 
 _VIEWS: OrderedDict[str, DropView] = OrderedDict()
@@ -66,20 +67,39 @@ def drop_findings(request: AnalysisRequest, chunk_findings: list[Finding], prefi
     voted = {d.dependent for d in learned.dependencies if d.source is not None} & repaired
     if voted:
         learned = learned.for_columns([c for c in learned.dependents if c not in voted])
-    key = tuple(sorted(voted))
+    fill = asks_to_fill(request.instructions)
+    key = (tuple(sorted(voted)), fill)
     if key not in view.violations:
-        view.violations[key] = dependencies.detect(evidence, learned)
+        view.violations[key] = dependencies.detect(evidence, learned, fill_empty=fill)
     # A column already repaired by its dependencies is repaired again only for what the chunk itself still
     # shows (keys the first repair fixed can settle more cells).
-    again = {f.column for f in dependencies.detect(request.chunk, learned.for_columns(sorted(repaired)))} if repaired else set()
+    again = (
+        {f.column for f in dependencies.detect(request.chunk, learned.for_columns(sorted(repaired)), fill_empty=fill)}
+        if repaired else set()
+    )
     for f in view.violations[key]:
         if f.column in repaired and f.column not in again:
             continue
         part = learned.for_columns([f.column])
-        tables = [[d.determinant, d.dependent, d.mapping, d.source is not None] for d in part.dependencies]
+        tables = [[d.determinant, d.dependent, d.mapping, d.source is not None, list(d.strong)] for d in part.dependencies]
         conditions = [[c.determinant, c.dependent, c.usual, c.value] for c in part.conditions]
-        out.append(f.model_copy(update={"params": {**f.params, "dependencies": tables, "conditions": conditions}}))
+        params = {**f.params, "dependencies": tables, "conditions": conditions, "fill_empty": fill}
+        out.append(f.model_copy(update={"params": params}))
     return out
+
+
+def asks_to_fill(instructions: str) -> bool:
+    """Whether the user's instructions ask for missing values to be filled in ("fill empty cities from the
+    zip code"): without that, a dependency never fills an empty cell, it only repairs wrong ones.
+
+    Example:
+        >>> asks_to_fill("Fill missing states from the city."), asks_to_fill("Trim names.")
+        (True, False)
+    """
+    return bool(_FILL.search(instructions or ""))
+
+
+_FILL = re.compile(r"\b(?:fill|impute)\w*", re.IGNORECASE)
 
 
 def _covered(request: AnalysisRequest, prefix: str | None, columns: list[str]) -> set[str]:

@@ -80,10 +80,13 @@ def _whitespace(found: list[Finding], refined: list[Finding | None], columns: li
 
 
 def _null_tokens(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
+    # Every spelling of "no value" that is no valid value of the column, not only those seen, so the next
+    # drop's "NULL" is fixed too; and the empty string, so that "N/A" and "" end up as the same null.
     tokens = {
-        f.column: sorted(set(f.params["tokens"]) | set(r.params["tokens"] if r else ())) for f, r in zip(found, refined)
+        f.column: sorted({"", *(r or f).params.get("vocabulary", f.params["tokens"])}) for f, r in zip(found, refined)
     }
-    return {"tokens": tokens, "spellings": sorted({t for ts in tokens.values() for t in ts})}
+    seen = sorted({t for f, r in zip(found, refined) for t in {*f.params["tokens"], *(r.params["tokens"] if r else ())}})
+    return {"tokens": tokens, "spellings": seen}
 
 
 def _one_column(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
@@ -98,10 +101,16 @@ def _markers(found: list[Finding], refined: list[Finding | None], columns: list[
 
 def _case(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
     (f,), (r,) = found, refined
-    mapping = {**f.params["mapping"], **(r.params["mapping"] if r else {})}
-    variants = [v for v in f.examples if v.casefold() in mapping][:2]
-    examples = _arrows(variants, mapping, str.casefold)
-    return {"column": f.column, "mapping": dict(sorted(mapping.items())), "examples": examples}
+    params = (r or f).params  # the drop decides the convention; the chunk's table fills in what it lacks
+    convention = params["convention"]
+    exceptions = dict(params["exceptions"])
+    if f.params["convention"] == convention:
+        exceptions = {**f.params["exceptions"], **exceptions}
+    exceptions = dict(sorted(exceptions.items())[: case_variants.MAX_EXCEPTIONS])
+    pairs = [(v, case_variants.fix(v, convention, exceptions)) for v in f.examples]
+    examples = ", ".join(f"{v!r} -> {w!r}" for v, w in pairs[:2] if v != w) or "see the table"
+    share = f"{round(100 * case_variants.CONVENTION_SHARE)}% or more"
+    return {"column": f.column, "convention": convention, "exceptions": exceptions, "examples": examples, "share": share}
 
 
 def _misspellings(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
@@ -113,6 +122,7 @@ def _misspellings(found: list[Finding], refined: list[Finding | None], columns: 
             mapping[rare] = mapping.get(frequent, frequent)
     targets = set(mapping.values())
     mapping = {k: v for k, v in sorted(mapping.items()) if k not in targets}  # no chains: applying twice == once
+    mapping = dict(list(mapping.items())[: rare_variants.MAX_CORRECTIONS])
     return {"column": f.column, "mapping": mapping, "examples": _arrows(f.examples[:2], mapping)}
 
 
@@ -146,6 +156,7 @@ def _dependencies(found: list[Finding], refined: list[Finding | None], columns: 
     conditions = [c for f in found for c in f.params["conditions"]]
     if not tables and not conditions:
         return None
+    fill_empty = any(f.params.get("fill_empty", False) for f in found)
     summary = ", ".join(
         f"{dep} by {', '.join(dict.fromkeys(t[0] for t in tables if t[1] == dep) or [c[0] for c in conditions if c[1] == dep])}"
         for dep in dict.fromkeys([t[1] for t in tables] + [c[1] for c in conditions])
@@ -154,9 +165,12 @@ def _dependencies(found: list[Finding], refined: list[Finding | None], columns: 
         "columns": [f.column for f in found],
         "summary": summary,
         "nulls": sorted(NULL_TOKENS | {""}),
-        "dependencies": [{"determinant": a, "dependent": b, "mapping": m, "voted": v} for a, b, m, v in tables],
+        "dependencies": [
+            {"determinant": a, "dependent": b, "mapping": m, "voted": v, "strong": s} for a, b, m, v, s in tables
+        ],
         "conditions": [{"determinant": a, "dependent": b, "usual": u, "value": v} for a, b, u, v in conditions],
-        "voted": sorted({b for _, b, _, v in tables if v}),
+        "voted": sorted({b for _, b, _, v, _ in tables if v}),
+        "fill_empty": fill_empty,
     }
 
 

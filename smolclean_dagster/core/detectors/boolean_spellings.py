@@ -19,7 +19,7 @@ def detect(column: ColumnValues) -> Finding | None:
     to the canonical one: the pair used by most cells, in the case the data uses most.
 
     A column of "Y"/"N" only, or of "0"/"1" only, is consistent and not flagged; "yes"/"Yes" alone is a
-    case variant (the case detector's job).
+    case variant (the case detector's job); "True"/"false" is two spellings, flagged.
 
     Example:
         >>> import pandas as pd
@@ -32,7 +32,9 @@ def detect(column: ColumnValues) -> Finding | None:
     keys = {v.casefold() for v in known}
     if sum(known.values()) < MIN_BOOLEAN_SHARE * sum(values.values()):
         return None
-    if len(keys) <= 2 or all(k.isdigit() for k in keys):  # one spelling per side, or numbers only
+    if len(keys) < 2 or all(k.isdigit() for k in keys):  # one side only, or numbers only
+        return None
+    if len(keys) == 2 and len(known) > 2:  # one word per side, some in two cases: the case detector's job
         return None
     by_pair: dict[tuple[str, str], int] = {}
     for value, n in known.items():
@@ -59,12 +61,13 @@ def detect(column: ColumnValues) -> Finding | None:
 
 
 def _spelling(known: dict[str, int], pair: tuple[str, str], truth: bool) -> str:
-    """The most frequent written form of one side of `pair`, or the pair's word in the case of the other side."""
-    side = [v for v in known if SPELLINGS[v.casefold()] == (pair, truth)]
-    if side:
-        return min(side, key=lambda v: (-known[v], v))
+    """One side of `pair` written in the case most of the pair's cells use, the same for both sides: a
+    column never ends up with "false" beside "True"."""
+    cases = {"lower": 0, "upper": 0, "title": 0}
+    for value, n in known.items():
+        if SPELLINGS[value.casefold()][0] == pair and value.upper() != value.lower():
+            case = "upper" if value.isupper() else "lower" if value.islower() else "title"
+            cases[case] += n
+    case = max(cases, key=lambda c: (cases[c], c == "lower"))
     word = pair[0 if truth else 1]
-    other = _spelling(known, pair, not truth)
-    if other.isupper():
-        return word.upper()
-    return word.title() if other[:1].isupper() else word
+    return word.upper() if case == "upper" or (case == "title" and len(word) == 1) else word.title() if case == "title" else word

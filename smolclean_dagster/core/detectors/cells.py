@@ -36,6 +36,14 @@ _REPEATED = re.compile(REPEATED_SPACES)
 
 MAX_EXAMPLES = 3
 
+#: Words of a column name saying that it holds people's names ("last_name", "Surname", "contactName").
+#: Spellings of a name are the person's own: "Smyth" beside 40 "Smith" is no typo, so no rule rewrites them.
+_PERSON_WORDS = frozenset({"first", "last", "given", "family", "middle", "maiden", "full", "person", "customer",
+                           "patient", "contact", "employee", "author", "client", "member", "owner", "user", "student"})
+_PERSON_NAMES = frozenset({"name", "surname", "lastname", "firstname", "forename", "givenname", "familyname",
+                           "fullname", "middlename", "fname", "lname", "nickname"})
+_NAME_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
 
 def is_null_token(value: object) -> bool:
     """True for a text cell that spells "no value" ("N/A", " null ", "-"...) and for the empty string.
@@ -45,6 +53,21 @@ def is_null_token(value: object) -> bool:
         (True, True, False)
     """
     return isinstance(value, str) and (value.strip() == "" or value.strip().casefold() in NULL_TOKENS)
+
+
+def holds_person_names(column: str) -> bool:
+    """Whether a column's name says it holds people's names: "name", "surname", "f_name", "Last Name",
+    "customerName" (but not "beer_name" or "city").
+
+    Example:
+        >>> holds_person_names("last_name"), holds_person_names("Surname"), holds_person_names("beer_name")
+        (True, True, False)
+    """
+    words = [w.lower() for w in _NAME_WORDS.findall(str(column))]
+    joined = "".join(words)
+    if joined in _PERSON_NAMES or (words and words[-1] in _PERSON_NAMES and joined[: -len(words[-1])] in _PERSON_WORDS):
+        return True
+    return len(words) >= 2 and words[-1] == "name" and words[-2] in _PERSON_WORDS
 
 
 def normalise(value: str) -> str:

@@ -16,6 +16,12 @@ Three kinds of evidence, each required to hold for a large majority of the drop:
 - non-default implies value: when A is set to anything but its usual value (an exemption amount other
   than 0), B nearly always has one value ("Y").
 
+Repairs act only on strong evidence: a cell holding a value the column uses as some key's usual value (a
+valid value on its own: "Premium", "IL") is overwritten only when many rows support the change (its key
+has `STRONG_SUPPORT` rows, or sources voted); empty cells are filled only when the user asked for it.
+Tables are bounded (`MAX_TABLE_ENTRIES` over all of them, the best-supported keys kept), so the function
+that embeds them stays reviewable and under the code gate's size limit on any drop.
+
 Unlike the per-column detectors this one reads whole frames: `learn(frame)` finds the dependencies,
 `detect(rows, learned)` reports the cells of `rows` that break them, and `repair(rows, learned)` is the
 reference implementation of the rule template `repair_dependencies.py.j2` (tests hold them equal).
@@ -66,17 +72,24 @@ CONDITION_MAX_VALUES = 10
 MAX_DETERMINANTS = 4
 #: Pairs of sources compared for copies at most (n_keys * n_sources**2 cells of work).
 MAX_COPY_WORK = 50_000_000
+#: Rows a key needs before its value may overwrite a value that is valid on its own.
+STRONG_SUPPORT = 50
+#: Keys kept over all the tables of one drop, best-supported first (about 30 characters of code each).
+MAX_TABLE_ENTRIES = 2500
 
 
 @dataclass(frozen=True)
 class Dependency:
-    """B's value per A value; `source` names the column whose sources voted (copies counted once)."""
+    """B's value per A value; `source` names the column whose sources voted (copies counted once);
+    `strong` the keys with enough rows to overwrite a value that is valid on its own."""
 
     determinant: str
     dependent: str
     mapping: dict[str, str]
     agreement: float
     source: str | None = None
+    strong: tuple[str, ...] = ()
+    support: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -166,7 +179,25 @@ def learn(frame: pd.DataFrame) -> Dependencies:
     conditions = [c for b in columns if b not in protected for c in _conditions(b, columns, codes, values)]
     order = {c: i for i, c in enumerate(columns)}
     found.sort(key=lambda d: order[d.dependent])
-    return Dependencies(tuple(found), tuple(conditions), tuple(protected))
+    return Dependencies(tuple(_bounded(found)), tuple(conditions), tuple(protected))
+
+
+def _bounded(found: list[Dependency], limit: int = MAX_TABLE_ENTRIES) -> list[Dependency]:
+    """The dependencies with at most `limit` keys over all their tables: the keys with most rows are kept,
+    so the tables stay reviewable and the function embedding them under the code gate's size limit."""
+    if sum(len(d.mapping) for d in found) <= limit:
+        return found
+    ranked = sorted(((-d.support.get(k, 0.0), i, k) for i, d in enumerate(found) for k in d.mapping))
+    keep: dict[int, set[str]] = {}
+    for _, i, k in ranked[:limit]:
+        keep.setdefault(i, set()).add(k)
+    out = []
+    for i, d in enumerate(found):
+        if i in keep:
+            mapping = {k: v for k, v in d.mapping.items() if k in keep[i]}
+            strong = tuple(k for k in d.strong if k in keep[i])
+            out.append(Dependency(d.determinant, d.dependent, mapping, d.agreement, d.source, strong, d.support))
+    return out
 
 
 def _repeats(code: np.ndarray, distinct: int) -> bool:
@@ -214,7 +245,9 @@ def _dependency(a, b, codes, values, *, weights=None, source=None) -> Dependency
     if 1 - agree > MAX_VIOLATION_RATIO * constant_share:
         return None
     mapping = {str(values[a][k]): str(values[b][v]) for k, v in zip(keys[clear], top_value[clear])}
-    return Dependency(a, b, dict(sorted(mapping.items())), round(float(agree), 4), source)
+    strong = tuple(sorted(str(values[a][k]) for k in keys[clear & (rows >= STRONG_SUPPORT)]))
+    weight = {str(values[a][k]): float(w) for k, w in zip(keys[clear], support[clear])}
+    return Dependency(a, b, dict(sorted(mapping.items())), round(float(agree), 4), source, strong, weight)
 
 
 def _entities(determinants, codes, values, plain) -> dict[str, str]:
@@ -307,17 +340,21 @@ def _conditions(b, columns, codes, values) -> list[Condition]:
     return out[:MAX_DETERMINANTS]
 
 
-def repair(frame: pd.DataFrame, learned: Dependencies, *, rounds: int = 10) -> pd.DataFrame:
+def repair(frame: pd.DataFrame, learned: Dependencies, *, rounds: int = 10, fill_empty: bool = False) -> pd.DataFrame:
     """`frame` with the cells that break `learned` repaired; the reference for the rule template.
 
     A cell is repaired when every determinant that knows the row's key names the same value, and, unless
     sources voted, the new value fits the row's other columns better than the old one (an established
-    key is not re-labelled by a coincidence) and contradicts none of them.
+    key is not re-labelled by a coincidence) and contradicts none of them. A cell holding a value that is
+    valid on its own (some key's usual value) changes only when sources voted or a key with
+    `STRONG_SUPPORT` rows names the new value; an empty cell is filled only with `fill_empty`.
 
     Example:
         >>> df = pd.DataFrame({"zip": ["35233"] * 12 + ["99501"] * 12,
         ...                    "city": ["birmingham"] * 11 + ["birminghxm"] + ["anchorage"] * 11 + [""]})
         >>> repair(df, learn(df))["city"].iloc[[11, 23]].tolist()
+        ['birmingham', '']
+        >>> repair(df, learn(df), fill_empty=True)["city"].iloc[[11, 23]].tolist()
         ['birmingham', 'anchorage']
     """
     out = frame.copy()
@@ -334,15 +371,24 @@ def repair(frame: pd.DataFrame, learned: Dependencies, *, rounds: int = 10) -> p
             if b not in out.columns:
                 continue
             proposal, conflict = pd.Series(None, index=out.index, dtype=object), pd.Series(False, index=out.index)
+            strong = pd.Series(False, index=out.index)
+            valid: set[str] = set()
             voted = False
             for d in (d for d in learned.dependencies if d.dependent == b and d.determinant in out.columns):
                 voted |= d.source is not None
+                valid |= set(d.mapping.values())
+                strong |= key(d.determinant).isin(d.strong)
                 proposal, conflict = _vote(proposal, conflict, key(d.determinant).map(d.mapping))
             for c in (c for c in learned.conditions if c.dependent == b and c.determinant in out.columns):
                 off = key(c.determinant).notna() & (key(c.determinant) != c.usual)
                 implied = pd.Series(np.where(off, c.value, None), index=out.index, dtype=object)
+                strong |= off  # a condition holds over many rows (CONDITION_ROWS) by construction
                 proposal, conflict = _vote(proposal, conflict, implied)
             change = proposal.notna() & ~conflict & (proposal != key(b).fillna("\0"))
+            if not fill_empty:
+                change &= key(b).notna()
+            if not voted:
+                change &= strong | ~key(b).isin(valid)
             if not voted and change.any():
                 change &= _fits(out, b, key, proposal, learned)
             if change.any():
@@ -372,7 +418,7 @@ def _fits(out: pd.DataFrame, b: str, key, proposal: pd.Series, learned: Dependen
     return ~contradicts & ((better > 0) | ~known)
 
 
-def detect(rows: pd.DataFrame, learned: Dependencies) -> list[Finding]:
+def detect(rows: pd.DataFrame, learned: Dependencies, *, fill_empty: bool = False) -> list[Finding]:
     """One finding per column of `rows` with cells that `repair` would change, in column order.
 
     Example:
@@ -383,7 +429,7 @@ def detect(rows: pd.DataFrame, learned: Dependencies) -> list[Finding]:
     """
     if not learned or rows.empty:
         return []
-    fixed = repair(rows, learned)
+    fixed = repair(rows, learned, fill_empty=fill_empty)
     findings = []
     for b in learned.dependents:
         if b not in rows.columns:

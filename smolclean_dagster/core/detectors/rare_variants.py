@@ -9,7 +9,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
 from ..findings import Finding
-from .cells import ColumnValues, top_examples
+from .cells import ColumnValues, holds_person_names, top_examples
 
 KIND = "rare_variants"
 
@@ -30,13 +30,16 @@ MIN_LENGTH = 5
 CHARS_PER_EDIT = 10
 #: Bound the fuzzy matching work on very wide vocabularies.
 MAX_RARE_VALUES = 2000
+#: Corrections kept at most (the table a function embeds stays reviewable and under the gate's limit).
+MAX_CORRECTIONS = 300
 
 #: Words only: in codes ("scip-card-2", "AA-3859") one character is a different thing, not a typo.
 _WORD = re.compile(r"[^\d]*[^\W\d_][^\d]*")
 
 
 def detect(column: ColumnValues) -> Finding | None:
-    """Find rare spellings close to a frequent one; params map each to the frequent spelling.
+    """Find rare spellings close to a frequent one; params map each to the frequent spelling. Columns of
+    people's names (see `holds_person_names`) are left alone: a rare name is a person's own spelling.
 
     Example:
         >>> import pandas as pd
@@ -44,6 +47,8 @@ def detect(column: ColumnValues) -> Finding | None:
         >>> detect(col).params
         {'mapping': {'Premum': 'Premium'}}
     """
+    if holds_person_names(column.name):  # "Smyth" beside forty "Smith" is somebody's name, not a typo
+        return None
     mapping = variant_mapping(column.meaningful)
     if not mapping:
         return None
@@ -90,4 +95,5 @@ def variant_mapping(values: dict[str, int]) -> dict[str, str]:
         while target in targets:  # cells grow along a chain, so it ends
             target = targets[target]
         resolved[value] = target
-    return dict(sorted(resolved.items()))
+    kept = sorted(resolved, key=lambda v: (-values[v], v))[:MAX_CORRECTIONS]
+    return {v: resolved[v] for v in sorted(kept)}
