@@ -36,11 +36,12 @@ class HybridAnalyst:
 
     def propose(self, request: AnalysisRequest) -> Proposal:
         """The model's answer, with the rules' functions for this chunk offered as candidates."""
-        offered = {}
+        offered: dict = {}
         for function in self.rules.candidates(request):
-            if function.name not in request.rejected and len(offered) < MAX_CANDIDATES:
-                offered[function.name] = function
-        candidates = tuple(Candidate(name=f.name, docstring=f.docstring, columns=f.columns) for f in offered.values())
+            if function.name in request.rejected or len(offered) >= MAX_CANDIDATES or _covered(function, offered.values()):
+                continue
+            offered[function.name] = function
+        candidates = tuple(Candidate(name=f.name, docstring=f.summary, columns=f.columns) for f in offered.values())
         proposal = self.llm.propose(request.model_copy(update={"candidates": candidates}))
         if proposal.adopt is None:
             return proposal
@@ -51,3 +52,12 @@ class HybridAnalyst:
                      f"({names}); adopt one of them by its exact name, or write the function yourself in <code>")
             return proposal.model_copy(update={"adopt": None, "error": error, "status": "needs_more_work"})
         return proposal.model_copy(update={"function": function})
+
+
+def _covered(function, offered) -> bool:
+    """True when an offered function of the same rule already fixes every column this one fixes (the rules
+    propose a function over several columns, then one per column in case that one is rejected)."""
+    template = function.rule.template if function.rule else None
+    return any(
+        o.rule is not None and o.rule.template == template and set(function.columns) <= set(o.columns) for o in offered
+    )

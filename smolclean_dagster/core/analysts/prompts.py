@@ -30,9 +30,9 @@ from .client import Messages
 #: Budgets in characters (about 4 characters per token). A step's prompt stays near 3-4k tokens on a table of a
 #: dozen columns: rows are shown as JSON arrays under one header line (keys are not repeated on every row).
 REGISTRY_BUDGET = 4_000
-ROWS_BUDGET = 7_000
-VALUE_COUNTS_BUDGET = 2_000
-CANDIDATE_TEXT = 240
+ROWS_BUDGET = 5_000
+VALUE_COUNTS_BUDGET = 1_500
+CANDIDATE_TEXT = 160
 #: Columns with at most this many distinct values over the reference rows get their value counts shown.
 MAX_DISTINCT_SHOWN = 40
 
