@@ -147,10 +147,12 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
         """The agent loop on one chunk: functions proposed, checked in the sandbox, accepted or rejected."""
         plan = locate_chunk(store, context.partition_key)
         df = store.load_frame("raw_data", plan.drop)
+        wave = plan.chunk(context.partition_key).wave
         work = ChunkWork(
             dataset=name, drop=plan.drop, chunk_id=context.partition_key,
             rows=plan.chunk_rows(df, context.partition_key), holdout=plan.holdout_rows(df),
             reference=plan.visible_rows(df, limit=REFERENCE_ROWS),
+            hidden=frozenset(c.id for c in plan.chunks if c.wave == wave and c.reason and c.id != context.partition_key),
         )
         sandbox = smolclean_sandbox.get()
         steps = []
@@ -169,7 +171,9 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
     ) -> Registry:
         """Consolidation: functions doing the same job merged (proved to give the same output), then the
         registry published with every function in order, its provenance and evidence."""
-        current = store.registry.load()
+        # A wave's chunks ran side by side: their functions go in the chunks' order, named in that order.
+        wave = [c for plan in store.models("chunks", ChunkPlan) for c in plan.last_wave]
+        current = store.registry.update(lambda reg: reg.in_chunk_order(wave))
         frames = [plan.visible_rows(store.load_frame("raw_data", plan.drop), limit=REFERENCE_ROWS)
                   for plan in store.models("chunks", ChunkPlan)]
         rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -4,6 +4,7 @@ reason, tracked through the Dagster flow, over real HTTP to a scripted model tha
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -187,3 +188,57 @@ def test_a_second_function_under_a_taken_name_or_constant_never_lands(tmp_path, 
         assert "`CODES` is already defined by `state_codes`" in llm.requests[4].prompt
     assert [e.function.name for e in store.load().entries] == ["upper_city", "state_codes"]
     assert steps[-1].reason == "clean"
+
+
+def test_two_runs_at_concurrency_two_give_the_same_module(tmp_path):
+    import random
+
+    rows = []
+    for i in range(80):
+        rows.append({
+            "id": str(i),
+            "name": f"  ann lee{i} " if i < 20 and i % 2 else f"ann lee{i}",
+            "city": ("bend" if i % 3 else "Bend") if 20 <= i < 40 else "Bend",
+            "score": "N/A" if 40 <= i < 60 and i % 4 == 0 else str(i),
+            "code": ("x" + str(i)).upper() if i < 60 else f"x{i}",
+        })
+    pd.DataFrame(rows).to_csv(tmp_path / "people.csv", index=False)
+    fixes = {
+        "'name' have stray whitespace": function("strip_name", "Strip `name`.", '    df["name"] = df["name"].str.strip()\n'),
+        "'city' are written in a different case": function(
+            "city_title", "Title-case `city`.", '    df["city"] = df["city"].str.title()\n'),
+        "'score' spell a missing value": function(
+            "score_nulls", "Null tokens in `score` as null.",
+            '    df["score"] = df["score"].where(~df["score"].isin(["N/A"]), None)\n'),
+        "'code' are written in a different case": function(
+            "code_upper", "Upper-case `code`.", '    df["code"] = df["code"].str.upper()\n'),
+    }
+    chance = random.Random(7)
+
+    def respond(recorded):
+        from llm_server import reply
+
+        prompt = recorded.prompt
+        delay = chance.uniform(0, 0.6)  # chunks of a wave finish in a different order each run
+        if "Merge them into ONE function" in prompt:
+            return reply("<status>keep</status>", delay_s=delay)
+        found = prompt.split("## What the detectors still find")[1].split("\n## ")[0]
+        module = prompt.split("## Functions already in the module")[1].split("\n## ")[0]
+        for key, source in fixes.items():
+            name = re.search(r"^def (\w+)", source, re.MULTILINE).group(1)
+            if key in found and f"`{name}`" not in module:
+                return reply(f"<issues>\n</issues>\n<code>\n```python\n{source}```\n</code>\n"
+                             "<status>needs_more_work</status>", delay_s=delay)
+        return reply("<issues>\n</issues>\n<status>clean</status>", delay_s=delay)
+
+    modules = []
+    for run in ("first", "second"):
+        with ScriptedLLM(responder=respond) as llm:
+            settings = DatasetSettings(name="people", workdir=tmp_path / run, analyst="llm", model="openai/test-model",
+                                       api_base=llm.api_base, api_key="k", chunk_size=20, concurrency=2,
+                                       planning_interval=3, llm_cache=False)
+            outcome = learn(settings, tmp_path / "people.csv")  # its own instance in the workdir: chunks run in processes
+        text = outcome.module.read_text(encoding="utf-8")
+        modules.append(re.sub(r"Updated: .*", "", text))
+    assert modules[0] == modules[1]
+    assert all(f"def {n}(" in modules[0] for n in ("strip_name", "city_title", "score_nulls"))

@@ -48,6 +48,9 @@ class ChunkWork:
     rows: pd.DataFrame
     holdout: pd.DataFrame
     reference: pd.DataFrame | None = None
+    #: Chunks of the same wave running beside this one: their functions are not shown to it, so what it sees
+    #: (and so what it writes) does not depend on which chunk was faster.
+    hidden: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,7 @@ def run_chunk(
     reads = bool(settings.items) and getattr(analyst, "reads_instructions", False)
     step = 0
     while True:
-        registry = store.load()
+        registry = store.load().without_chunks(work.hidden)
         states = registry.coverage(settings.items) if reads else ()
         still_open = open_items(states)
         chunk = clean_with(registry, work.rows, runner)
@@ -159,11 +162,11 @@ def run_chunk(
                            "write the function in <code>"
                 continue
             if proposal.status == "clean":
-                left = open_items(store.load().coverage(settings.items)) if reads else ()
+                now = store.load().without_chunks(work.hidden).coverage(settings.items) if reads else ()
+                left = open_items(now)
                 if not left:
                     yield FinalStep(step=step, reason="clean", accepted=tuple(accepted),
-                                    residual_findings=len(findings), items=store.load().coverage(settings.items)
-                                    if reads else ())
+                                    residual_findings=len(findings), items=now)
                     return
                 feedback = " ".join(notes + [
                     "You said clean, but these instruction items are still open: "

@@ -67,6 +67,7 @@ class RegistryEntry(BaseModel):
     evidence: Evidence = Field(default_factory=Evidence)
     merged_from: tuple[str, ...] = Field(default=(), description="functions consolidation merged into this one")
     serves: tuple[str, ...] = Field(default=(), description="the instruction items (their text) this function carries out")
+    asked_name: str = Field(default="", description="the name the analyst gave, when another function had it")
 
 
 class Registry(BaseModel):
@@ -128,6 +129,34 @@ class Registry(BaseModel):
             update={"entries": (*self.entries, entry), "version": self.version + 1, "updated_at": _now()}
         )
 
+    def without_chunks(self, chunks: frozenset[str] | set[str]) -> Registry:
+        """The registry as a chunk sees it when `chunks` run beside it: their functions and declines left out."""
+        if not chunks:
+            return self
+        return self.model_copy(update={
+            "entries": tuple(e for e in self.entries if e.provenance.chunk not in chunks),
+            "declined": tuple(d for d in self.declined if d.chunk not in chunks),
+        })
+
+    def in_chunk_order(self, chunks: list[str] | tuple[str, ...]) -> Registry:
+        """The entries of `chunks` (a wave that ran side by side) in the chunks' order, then step order, after
+        every other entry, and named as if they had been accepted in that order: the module then does not
+        depend on which chunk finished first. The version stays: it counts what was accepted, which does
+        not depend on the order either (the unordered registry is never exported)."""
+        rank = {c: i for i, c in enumerate(chunks)}
+        kept = [e for e in self.entries if e.provenance.chunk not in rank]
+        if any(e.provenance.chunk not in rank for e in self.entries[len(kept):]):
+            return self  # published before (another drop's last wave): its place in the module stays
+        wave = sorted((e for e in self.entries if e.provenance.chunk in rank),
+                      key=lambda e: (rank[e.provenance.chunk], e.provenance.step))
+        entries = list(kept)
+        for entry in wave:
+            entry = _renamed(entry, entry.asked_name or entry.function.name)
+            entries.append(_unique_name(entry, {e.function.name for e in entries}))
+        if tuple(entries) == self.entries:
+            return self
+        return self.model_copy(update={"entries": tuple(entries)})
+
     def with_entries(self, entries: list[RegistryEntry]) -> Registry:
         """A new version holding exactly `entries` (consolidation); unchanged entries keep the version."""
         if tuple(entries) == self.entries:
@@ -147,10 +176,17 @@ def _unique_name(entry: RegistryEntry, taken: set[str]) -> RegistryEntry:
     n = 2
     while f"{name}_{n}" in taken:
         n += 1
-    new = f"{name}_{n}"
+    return _renamed(entry, f"{name}_{n}").model_copy(update={"asked_name": entry.asked_name or name})
+
+
+def _renamed(entry: RegistryEntry, new: str) -> RegistryEntry:
+    """`entry` with its function called `new` (its `def` line changed to match)."""
+    name = entry.function.name
+    if new == name:
+        return entry
     code = entry.function.code.replace(f"def {name}(", f"def {new}(", 1)
     fn = entry.function.model_copy(update={"name": new, "code": code})
-    return entry.model_copy(update={"function": fn})
+    return entry.model_copy(update={"function": fn, "asked_name": "" if new == entry.asked_name else entry.asked_name})
 
 
 def _now() -> str:
