@@ -105,3 +105,4 @@ def test_the_readme_example_is_a_valid_reply():
     reply = parse_analysis_reply(example, columns=["city", "spend", "name"])
     assert reply.function.name == "unify_city_spelling" and reply.function.columns == ("city",)
     assert reply.status == "needs_more_work" and [i.solved for i in reply.issues] == [False, False, True]
+    assert reply.serves == (3,) and [(d.number, d.reason[:8]) for d in reply.declines] == [(7, "removing")]
