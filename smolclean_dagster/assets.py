@@ -118,6 +118,7 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
             clean=lambda rows: clean_with(registry, rows, sandbox), previous=previous,
             steps=StepBudget(total=s.step_budget, per_chunk=s.max_steps, used=used),
             open_items=tuple(i.number for i in open_items(registry.coverage(items))),
+            first_wave=s.planning_interval if s.analyst_kind == "rules" else 1,
         )
         new = [c for c in plan.selected if not context.instance.has_dynamic_partition(chunk_parts.name, c)]
         if new:

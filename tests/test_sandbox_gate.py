@@ -144,9 +144,12 @@ def test_exactly_one_top_level_function_is_required():
                    "inside it"]
 
 
-def test_top_level_statements_other_than_imports_are_rejected_in_a_function():
+def test_top_level_statements_other_than_imports_and_literal_constants_are_rejected_in_a_function():
     reasons = reasons_of("import pandas as pd\nLOOKUP = pd.DataFrame()\n\ndef f(df):\n    return df\n")
-    assert reasons[0].startswith("line 2: only imports and one function definition")
+    assert reasons[0].startswith("line 2: only imports, constants (`NAME = ` a literal dict")
+    assert reasons_of("X = [v for v in 'ab']\ndef f(df):\n    return df\n")[0].startswith("line 1: only imports, constants")
+    assert reasons_of("import re\nP = re.compile(some_name)\ndef f(df):\n    return df\n")[0].startswith("line 2:")
+    check_function("import re\nP = re.compile('a+', re.I | re.X)\nT = {'a': (1, -2.5)}\ndef f(df):\n    return df\n")
 
 
 def test_the_function_must_take_the_frame():

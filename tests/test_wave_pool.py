@@ -39,9 +39,10 @@ def _drop(folder: Path) -> Path:
 
 
 def _settings(tmp_path: Path, api_base: str) -> DatasetSettings:
-    # Two chunks per wave, two at a time, four in all: two parallel waves.
+    # With a model the first wave is one chunk (run in this process); then two chunks per wave, two at a time,
+    # five in all: two parallel waves.
     return DatasetSettings(name="columns", workdir=tmp_path / "work", analyst="llm", model="openai/test-model",
-                           api_base=api_base, api_key="test-key", llm_cache=False, chunk_size=ROWS, chunk_budget=4,
+                           api_base=api_base, api_key="test-key", llm_cache=False, chunk_size=ROWS, chunk_budget=5,
                            planning_interval=2, concurrency=2, max_steps=2)
 
 
@@ -74,12 +75,12 @@ def test_successive_waves_run_on_the_same_workers_which_end_with_learn(tmp_path,
         outcome = learning.learn(settings, _drop(tmp_path / "input"), instance)
 
         plan = DatasetStore(settings.storage_dir, settings.name).load_model("chunks", ChunkPlan, outcome.drop)
-        waves = {w: {c.id for c in plan.chunks if c.reason and c.wave == w} for w in (1, 2)}
-        assert plan.waves >= 2 and all(len(chunks) == 2 for chunks in waves.values()), waves
+        waves = {w: {c.id for c in plan.chunks if c.reason and c.wave == w} for w in (1, 2, 3)}
+        assert plan.waves >= 3 and [len(waves[w]) for w in (1, 2, 3)] == [1, 2, 2], waves
         worker_of = {run.tags["dagster/partition"]: int(run.tags[learning.WORKER_TAG])
                      for run in instance.get_runs() if learning.WORKER_TAG in run.tags}
-        assert set(worker_of) == waves[1] | waves[2]  # each chunk its own run, every one in a worker
-        first, second = ({worker_of[c] for c in waves[w]} for w in (1, 2))
+        assert set(worker_of) == waves[2] | waves[3]  # each parallel chunk its own run, every one in a worker
+        first, second = ({worker_of[c] for c in waves[w]} for w in (2, 3))
 
     # The second wave ran on workers of the first: one pool of at most `concurrency` processes.
     assert first & second and len(first | second) <= settings.concurrency
@@ -89,7 +90,13 @@ def test_successive_waves_run_on_the_same_workers_which_end_with_learn(tmp_path,
 
 
 def test_a_failing_chunk_is_named_and_leaves_no_worker_behind(tmp_path, pool_workers):
-    with ScriptedLLM(responder=lambda r: fail(401, message="bad key")) as llm, dg.instance_for_test() as instance:
+    answered = []
+
+    def respond(request):  # the first chunk (alone in its wave) is answered; the key is refused from then on
+        answered.append(request)
+        return reply(CLEAN) if len(answered) == 1 else fail(401, message="bad key")
+
+    with ScriptedLLM(responder=respond) as llm, dg.instance_for_test() as instance:
         settings = _settings(tmp_path, llm.api_base)
         with pytest.raises(SmolcleanError, match=r"chunk columns-\w+-r\d+-\d+ failed.*API key"):
             learning.learn(settings, _drop(tmp_path / "input"), instance)
@@ -110,4 +117,4 @@ def test_an_interrupted_wave_stops_its_workers_and_a_rerun_finishes_it(tmp_path,
 
         monkeypatch.undo()
         outcome = learning.learn(settings, drop, instance)
-    assert outcome.chunks == 4 and outcome.validation.passed
+    assert outcome.chunks == 5 and outcome.validation.passed

@@ -161,9 +161,12 @@ def select_wave(
     budget: int,
     steps: StepBudget = StepBudget(),
     open_items: tuple[int, ...] = (),
+    first_wave: int = 1,
 ) -> ChunkPlan:
     """Choose the next wave: chunks whose residual dirt no chosen chunk has shown, then a spread sample, or a
-    chunk for the instruction items still open. The first wave is one chunk.
+    chunk for the instruction items still open. The first wave has at most `first_wave` chunks: one for a
+    model, so what every chunk needs is written once (the rules' templated functions cost nothing twice and
+    are merged by consolidation, so they start `wave_size` chunks at once).
 
     Residual dirt in chunks the analyst already worked on is dirt it could not fix there: another chunk
     showing only that is not worth a call. Selection is done when nothing new is left, or the chunk budget
@@ -174,7 +177,7 @@ def select_wave(
         ...                    signatures, wave_size=2, budget=12)   # doctest: +SKIP
     """
     chosen = [c for c in plan.chunks if c.reason]
-    room = min(1 if plan.waves == 0 else wave_size, budget - len(chosen), steps.left)
+    room = min(first_wave if plan.waves == 0 else wave_size, budget - len(chosen), steps.left)
     if plan.done or room <= 0:
         stopped = plan.stopped or (
             "step budget spent" if steps.left <= 0 else "chunk budget spent" if budget <= len(chosen) else "done"
@@ -200,7 +203,7 @@ def select_wave(
     # The first wave was one chunk: the second looks at one more part of the drop where dirt remains, so the
     # functions meet rows other than those they were written on (as a larger first wave's spread sample did).
     dirty = [i for i in spare if signatures.get(i)]
-    if not reasons and plan.waves == 1 and dirty:
+    if not reasons and plan.waves == 1 and len(chosen) == 1 and dirty:
         reasons[dirty[0]] = "spread sample: residual issues " + ", ".join(signatures[dirty[0]][:6])
         spare.remove(dirty[0])
     # Instructions no detector sees still need a chunk to be worked on.
@@ -235,6 +238,7 @@ def plan_chunks(
     previous: ChunkPlan | None = None,
     steps: StepBudget = StepBudget(),
     open_items: tuple[int, ...] = (),
+    first_wave: int = 1,
 ) -> ChunkPlan:
     """Split a drop (or continue `previous`) and choose the next wave of chunks for the analyst.
 
@@ -250,7 +254,7 @@ def plan_chunks(
     probe = probe_chunks(plan, budget)
     signatures = residual_signatures(plan, df, probe, clean or (lambda rows: rows))
     return select_wave(plan, signatures, wave_size=wave_size or budget, budget=budget, steps=steps,
-                       open_items=open_items)
+                       open_items=open_items, first_wave=first_wave)
 
 
 def _spread(n: int, k: int) -> list[int]:

@@ -139,7 +139,7 @@ class Registry(BaseModel):
         })
 
     def in_chunk_order(self, chunks: list[str] | tuple[str, ...]) -> Registry:
-        """The entries of `chunks` (a wave that ran side by side) in the chunks' order, then step order, after
+        """The entries of `chunks` (a wave that ran side by side) in the chunks' order, then accepted order, after
         every other entry, and named as if they had been accepted in that order: the module then does not
         depend on which chunk finished first. The version stays: it counts what was accepted, which does
         not depend on the order either (the unordered registry is never exported)."""
@@ -147,8 +147,10 @@ class Registry(BaseModel):
         kept = [e for e in self.entries if e.provenance.chunk not in rank]
         if any(e.provenance.chunk not in rank for e in self.entries[len(kept):]):
             return self  # published before (another drop's last wave): its place in the module stays
+        # Within one chunk, acceptance order is its own (sequential) order, also across a resumed run.
+        position = {id(e): i for i, e in enumerate(self.entries)}
         wave = sorted((e for e in self.entries if e.provenance.chunk in rank),
-                      key=lambda e: (rank[e.provenance.chunk], e.provenance.step))
+                      key=lambda e: (rank[e.provenance.chunk], position[id(e)]))
         entries = list(kept)
         for entry in wave:
             entry = _renamed(entry, entry.asked_name or entry.function.name)
