@@ -39,7 +39,7 @@ def build_drop_learning(s: DatasetSettings) -> dg.AssetsDefinition:
         before = store.registry.load()
         cleaned_before = latest_cleaning(context.instance, s.name, context.partition_key)
         context.log.info(f"learning from {path} (registry version {before.version}, {len(before.entries)} functions)")
-        outcome = learn(s, path, context.instance)
+        outcome = learn(s, path, context.instance, learning_run=context.run.run_id)  # its runs name this one
         changes = registry_changes(before, store.registry.load())
         cleaned_after = latest_cleaning(context.instance, s.name, context.partition_key)
         return dg.MaterializeResult(

@@ -11,6 +11,7 @@ from .assets import build_dataset_assets
 from .drop_learning import build_drop_learning
 from .drop_runs import drop_jobs
 from .io_managers import FramesIOManager, RecordsIOManager
+from .learning_runs import learning_jobs
 from .resources import LLMResource, SandboxResource
 from .schedules import build_reclean_schedule
 from .sensors import build_sensors
@@ -57,7 +58,7 @@ def build_defs(
         checks += c
         # Operations: new drops cleaned by a sensor, stale ones by a schedule, dirty ones taught back.
         ops_jobs = drop_jobs(s, deployment_executor=executor is not None)
-        jobs += ops_jobs
+        jobs += [*ops_jobs, *learning_jobs(s)]
         sensors += build_sensors(s, ops_jobs)
         schedules.append(build_reclean_schedule(s, ops_jobs[0]))
         resources[f"{s.name}_frames"] = FramesIOManager(storage_dir=str(s.storage_dir), dataset=s.name)

@@ -14,7 +14,7 @@ import os
 import shutil
 import signal
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from .assets import LLM_POOL, build_dataset_assets
+from .assets import LLM_POOL
 from .core.analysts.client import use_local_price_map
 from .core.drops import drop_format, drop_key, read_drop
 from .core.errors import DropReadError, SmolcleanError
@@ -34,7 +34,9 @@ from .core.plan import ChunkPlan
 from .core.quality import ValidationReport
 from .core.steps import ChunkTrace, FinalStep
 from .core.storage import DatasetStore
+from .drop_runs import clean_job_name
 from .factory import build_defs
+from .learning_runs import ANALYSE_CHUNK, CHOOSE_CHUNKS, STEPS, learning_tags, new_learning_run_id
 from .partitions import drops_partitions
 from .settings import DatasetSettings, save_settings
 
@@ -116,8 +118,12 @@ def learn(
     instance: dg.DagsterInstance | None = None,
     *,
     log_level: str = "WARNING",
+    learning_run: str | None = None,
 ) -> LearnOutcome:
     """Learn (or extend) the dataset's cleaning module from one drop, and clean that drop with it.
+
+    Every run it launches is a job of the dataset (`<name>_learn_chunk`, ...) tagged with the dataset, the
+    drop, the wave and `learning_run` (default: a new id), so the runs page groups them.
 
     With `concurrency` above 1, the chunks of a wave run in worker processes that import the caller's main
     module, as any Python multiprocessing does: call `learn()` from a script under `if __name__ == "__main__":`.
@@ -137,14 +143,11 @@ def learn(
     drops = drops_partitions(settings.name)
     if not instance.has_dynamic_partition(drops.name, key):
         instance.add_dynamic_partitions(drops.name, [key])
-    assets, checks = build_dataset_assets(settings)
-    resources = build_defs(settings).resources
+    runs = _LearningRuns(settings, key, learning_run or new_learning_run_id())
 
     def run(asset_names: list[str], partition: str | None) -> dg.ExecuteInProcessResult:
-        selection = dg.AssetSelection.assets(*[dg.AssetKey([settings.name, a]) for a in asset_names])
-        return dg.materialize(
-            [*assets, *checks], selection=selection, partition_key=partition, instance=instance,
-            resources=resources, raise_on_error=False,
+        return runs.job(asset_names).execute_in_process(
+            partition_key=partition, instance=instance, raise_on_error=False, tags=runs.tags(asset_names),
             run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
         )
 
@@ -156,13 +159,14 @@ def learn(
     def finish_wave(plan: ChunkPlan) -> list[str]:
         """Run the chosen chunks that have no stored trace yet (finished chunks are never redone)."""
         pending = [c for c in plan.selected if not store.path("chunk_functions", c, "json").exists()]
+        runs.wave = plan.waves
         if pending:
             log.info("wave %d: %d chunk(s), %d at a time", plan.waves, len(pending), settings.concurrency)
             if settings.concurrency <= 1 or len(pending) == 1:
                 for cid in pending:
                     run_chunk(cid)
             else:
-                pool.run(pending)
+                pool.run(pending, runs.tags(ANALYSE_CHUNK.assets))
         return pending
 
     with _ChunkPool(settings, instance, log_level) as pool:
@@ -208,6 +212,29 @@ def learn(
         stopped=stop_reason(states, selection=plan.stopped, said_clean=said_clean,
                             reads=settings.analyst_kind != "rules"),
     )
+
+
+class _LearningRuns:
+    """The named jobs and the tags of one learning run's Dagster runs (see learning_runs.py)."""
+
+    def __init__(self, settings: DatasetSettings, drop: str, learning_run: str):
+        self.settings, self.drop, self.learning_run = settings, drop, learning_run
+        self.wave = 0  # the last wave whose chunks were run (0: none yet)
+        self._defs = build_defs(settings)
+        self._names = {step.assets: step.job_name(settings.name) for step in STEPS}
+        self._names[("cleaned_data",)] = clean_job_name(settings.name)
+        self._jobs: dict[str, dg.JobDefinition] = {}
+
+    def job(self, asset_names: Sequence[str]) -> dg.JobDefinition:
+        name = self._names[tuple(asset_names)]
+        if name not in self._jobs:
+            self._jobs[name] = self._defs.resolve_job_def(name)
+        return self._jobs[name]
+
+    def tags(self, asset_names: Sequence[str]) -> dict[str, str]:
+        # Choosing chunks chooses the next wave's.
+        wave = self.wave + 1 if tuple(asset_names) == CHOOSE_CHUNKS.assets else self.wave
+        return learning_tags(self.settings.name, self.drop, wave, self.learning_run)
 
 
 def _stored_plan(store: DatasetStore, key: str) -> ChunkPlan | None:
@@ -258,8 +285,8 @@ class _ChunkPool:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
 
-    def run(self, chunks: list[str]) -> None:
-        """Run `chunks`, `settings.concurrency` at a time, each its own Dagster run on the instance.
+    def run(self, chunks: list[str], tags: Mapping[str, str]) -> None:
+        """Run `chunks`, `settings.concurrency` at a time, each its own Dagster run (tagged `tags`) on the instance.
 
         Every chunk is waited for before a failure is raised, so the chunks that succeeded keep their
         stored traces and a resumed run does not redo them.
@@ -267,7 +294,7 @@ class _ChunkPool:
         executor = self._start()
         self._futures = []
         for cid in chunks:
-            self._futures.append(executor.submit(_worker_chunk, cid))
+            self._futures.append(executor.submit(_worker_chunk, cid, dict(tags)))
         wait(self._futures)
         failures = []
         for cid, future in zip(chunks, self._futures):
@@ -355,8 +382,7 @@ class _Worker:
     """What a worker process builds once and every chunk it runs reuses."""
 
     settings: DatasetSettings
-    definitions: list[dg.AssetsDefinition | dg.AssetChecksDefinition]
-    resources: Mapping[str, object]
+    job: dg.JobDefinition
     instance: dg.DagsterInstance
     log_level: str
 
@@ -379,13 +405,13 @@ def _start_worker(settings_json: str, instance_ref: InstanceRef, environ: dict[s
         threading.Thread(target=_exit_with, args=(parent,), name="smolclean-orphan-watch", daemon=True).start()
     try:
         settings = DatasetSettings.model_validate_json(settings_json)
-        assets, checks = build_dataset_assets(settings)
+        job = build_defs(settings).resolve_job_def(ANALYSE_CHUNK.job_name(settings.name))
         instance = dg.DagsterInstance.from_ref(instance_ref)
     except Exception as exc:  # a failing initializer would only break the pool, without saying why
         _worker = f"{type(exc).__name__}: {exc}"
         return
     multiprocessing.util.Finalize(instance, instance.dispose, exitpriority=0)
-    _worker = _Worker(settings, [*assets, *checks], build_defs(settings).resources, instance, log_level)
+    _worker = _Worker(settings, job, instance, log_level)
 
 
 def _exit_with(parent: multiprocessing.process.BaseProcess) -> None:
@@ -395,18 +421,15 @@ def _exit_with(parent: multiprocessing.process.BaseProcess) -> None:
     os._exit(1)
 
 
-def _worker_chunk(cid: str) -> str | None:
+def _worker_chunk(cid: str, tags: dict[str, str]) -> str | None:
     """One chunk's run in a worker process; returns the error text instead of raising across processes."""
     w = _worker
     if not isinstance(w, _Worker):
         return f"chunk {cid} failed: its worker process could not start: {w}"
-    name = w.settings.name
-    result = dg.materialize(
-        w.definitions,
-        selection=dg.AssetSelection.assets(dg.AssetKey([name, "chunk_issues"]), dg.AssetKey([name, "chunk_functions"])),
-        partition_key=cid, instance=w.instance, resources=w.resources, raise_on_error=False,
+    result = w.job.execute_in_process(
+        partition_key=cid, instance=w.instance, raise_on_error=False,
         run_config={"loggers": {"console": {"config": {"log_level": w.log_level}}}},
-        tags={WORKER_TAG: str(os.getpid())},
+        tags={**tags, WORKER_TAG: str(os.getpid())},
     )
     try:
         _ok(result, f"chunk {cid}")

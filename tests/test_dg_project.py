@@ -60,7 +60,8 @@ def _env(python: Path) -> dict[str, str]:
     home.mkdir(exist_ok=True)
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
     return {**os.environ, "DAGSTER_HOME": str(home), "VIRTUAL_ENV": str(env),
-            "PATH": f"{env / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+            "PATH": f"{env / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+            "DAGSTER_DG_UPDATE_CHECK_ENABLED": "0"}  # offline: create-dagster would ask PyPI for a newer version
 
 
 def test_the_readme_commands_take_a_dagster_user_to_a_running_project(venv: Path, tmp_path: Path):

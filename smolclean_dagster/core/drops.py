@@ -294,10 +294,26 @@ class Chunk:
         return df.iloc[self.start : self.stop]
 
 
+#: Characters of a drop's name a chunk id keeps; a longer name keeps its start and its end.
+CHUNK_NAME_MAX = 40
+
+
 def chunk_id(drop: str, start: int, stop: int) -> str:
-    """A stable, partition-safe chunk id: a short hash of the drop key plus the row range."""
+    """A stable, partition-safe chunk id that reads as the drop's name and the row range.
+
+    The name is kept as written (`_`, `-` and `.` too); a long one keeps its start and its end, where dates
+    and part numbers usually are, so chunks of two drops read differently in the UI; a short hash of the
+    drop key keeps them apart even where the names agree.
+
+    Example:
+        >>> chunk_id("orders_2024-11-01.csv", 50, 100)
+        'orders_2024-11-01-5f4c22-r0000050-0000100'
+    """
     digest = hashlib.sha1(drop.encode()).hexdigest()[:6]
-    stem = re.sub(r"[^A-Za-z0-9]", "", Path(drop).stem)[:24] or "drop"
+    stem = re.sub(r"[^A-Za-z0-9_.\-]", "_", Path(drop).stem).replace("..", "_") or "drop"
+    if len(stem) > CHUNK_NAME_MAX:
+        head = CHUNK_NAME_MAX // 2 - 1
+        stem = f"{stem[:head]}~{stem[-(CHUNK_NAME_MAX - head - 1):]}"
     return f"{stem}-{digest}-r{start:07d}-{stop:07d}"
 
 
