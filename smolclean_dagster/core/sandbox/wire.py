@@ -189,6 +189,13 @@ def table_to_frame(table: pa.Table) -> pd.DataFrame:
         df = table.to_pandas(use_threads=False)
     except Exception as exc:  # noqa: BLE001  (malformed pandas metadata can raise nearly anything)
         raise WireError(f"result cannot be turned into a DataFrame: {type(exc).__name__}: {exc}") from None
+    try:
+        return _restore_typed_columns(table, df, json_columns, object_columns)
+    except (KeyError, TypeError, pa.ArrowException) as exc:  # a hostile peer's names or metadata
+        raise WireError(f"result's typed columns cannot be restored: {type(exc).__name__}: {exc}") from None
+
+
+def _restore_typed_columns(table: pa.Table, df: pd.DataFrame, json_columns: set, object_columns: set) -> pd.DataFrame:
     names = [str(c) for c in df.columns]
     for i, name in enumerate(names):
         if name not in json_columns and name not in object_columns:
