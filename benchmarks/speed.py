@@ -116,7 +116,8 @@ def _same_records(module_out: Path, records_out: Path, limit: int = 20_000) -> b
         return all(x == y for x, y, _ in zip(csv.reader(fa), csv.reader(fb), range(limit)))
 
 
-def bench_apply(jsonl_rows: int, csv_mb: float, workers: int | None, work: Path, batch_size: int) -> dict:
+def bench_apply(jsonl_rows: int, csv_mb: float, workers: int | None, work: Path, batch_size: int,
+                kinds: tuple[str, ...] = ("jsonl", "csv")) -> dict:
     """The patients drop as JSONL and as CSV, each cleaned four ways, each way a process of its own."""
     import patients
 
@@ -127,6 +128,8 @@ def bench_apply(jsonl_rows: int, csv_mb: float, workers: int | None, work: Path,
                  "workers": workers or "one per core", "batch_rows": batch_size, "files": {}}
     python = sys.executable
     for kind, size in (("jsonl", {"rows": jsonl_rows}), ("csv", {"size_mb": csv_mb})):
+        if kind not in kinds:
+            continue
         src = work / f"patients.{kind}"
         print(f"apply: writing {src.name} ({size}) ...")
         rows = patients.write_patients(src, **size)
@@ -148,6 +151,7 @@ def bench_apply(jsonl_rows: int, csv_mb: float, workers: int | None, work: Path,
             runs[way] = {**result, "rows": n, "rows_per_s": round(n / result["seconds"])}
         entry = {
             "rows": rows, "file_mb": round(src.stat().st_size / 1e6, 1), "runs": runs,
+            "measured": {"date": machine_info()["date"], "load_average_1min_after": round(os.getloadavg()[0], 2)},
             "standalone_same_as_apply": _same_file(outputs["standalone"], outputs["smolclean_apply"]),
             "records_same_as_module": _same_records(outputs["standalone"], outputs["record_at_a_time"]),
             "apply_vs_record_rows_per_s": round(runs["smolclean_apply"]["rows_per_s"]
@@ -357,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--csv-mb", type=float, default=1024, help="size of the apply benchmark's CSV")
     parser.add_argument("--workers", type=int, default=None, help="sandbox workers of smolclean apply (default: per core)")
     parser.add_argument("--batch-size", type=int, default=20_000, help="rows per batch, both ways of applying")
+    parser.add_argument("--files", nargs="*", choices=["jsonl", "csv"], default=["jsonl", "csv"],
+                        help="which files the apply part cleans (the other's last results are kept)")
     parser.add_argument("--chunks", type=int, default=16, help="chunks of the waves benchmark")
     parser.add_argument("--delay", type=float, default=2.0, help="seconds the test model takes per call")
     parser.add_argument("--calls-rows", type=int, default=1000, help="rows of the smaller drop of the calls benchmark")
@@ -371,7 +377,8 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         if "apply" in parts:
             (work / "apply").mkdir()
-            results["apply"] = bench_apply(args.jsonl_rows, args.csv_mb, args.workers, work / "apply", args.batch_size)
+            results["apply"] = bench_apply(args.jsonl_rows, args.csv_mb, args.workers, work / "apply", args.batch_size,
+                                           tuple(args.files))
         if "waves" in parts:
             (work / "waves").mkdir()
             results["waves"] = bench_waves(work / "waves", args.delay, args.chunks)
@@ -385,7 +392,10 @@ def main(argv: list[str] | None = None) -> int:
                                      "load_average_1min": results["machine"]["load_average_1min"]}
     previous = RESULTS_DIR / "speed.json"
     if args.only and previous.exists():
-        results = {**json.loads(previous.read_text(encoding="utf-8")), **results}
+        before = json.loads(previous.read_text(encoding="utf-8"))
+        if "apply" in results and "files" in before.get("apply", {}):  # a file not cleaned this time keeps its results
+            results["apply"]["files"] = {**before["apply"]["files"], **results["apply"]["files"]}
+        results = {**before, **results}
     print()
     print(report(results))
     if not args.no_write:
