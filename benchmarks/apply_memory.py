@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import describe_machine, machine_info, table, write_results  # noqa: E402
+from common import describe_machine, machine_info, proc_kb, process_tree, table, write_results  # noqa: E402
 
 TARGET_RSS_MB = 600
 POLL_S = 0.05
@@ -131,35 +131,6 @@ def write_csv(path: Path, size_mb: float) -> int:
     return rows
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            out += [int(c) for c in (task / "children").read_text().split()]
-        except OSError:
-            pass
-    return out
-
-
-def _tree(root: int) -> list[int]:
-    todo, seen = [root], []
-    while todo:
-        pid = todo.pop()
-        seen.append(pid)
-        todo += _children(pid)
-    return seen
-
-
-def _kb(path: str, field: str) -> int:
-    try:
-        for line in Path(path).read_text().splitlines():
-            if line.startswith(field):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
 def run_apply(module: Path, csv: Path, out: Path, *, workers: int, batch_size: int) -> dict:
     """Run `smolclean apply` and poll its process tree's memory until it ends."""
     cmd = [sys.executable, "-m", "smolclean_dagster.cli", "apply", str(module), str(csv), "-o", str(out),
@@ -168,9 +139,9 @@ def run_apply(module: Path, csv: Path, out: Path, *, workers: int, batch_size: i
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak_rss = peak_pss = peak_procs = 0
     while proc.poll() is None:
-        pids = _tree(proc.pid)
-        rss = sum(_kb(f"/proc/{p}/status", "VmRSS:") for p in pids)
-        pss = sum(_kb(f"/proc/{p}/smaps_rollup", "Pss:") for p in pids)
+        pids = process_tree(proc.pid)
+        rss = sum(proc_kb(f"/proc/{p}/status", "VmRSS:") for p in pids)
+        pss = sum(proc_kb(f"/proc/{p}/smaps_rollup", "Pss:") for p in pids)
         peak_rss, peak_pss, peak_procs = max(peak_rss, rss), max(peak_pss, pss), max(peak_procs, len(pids))
         time.sleep(POLL_S)
     stdout, stderr = proc.communicate()

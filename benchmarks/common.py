@@ -102,3 +102,61 @@ def quiet_logs() -> None:
     warnings.filterwarnings("ignore")
     os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
     sys.stdout.reconfigure(line_buffering=True)
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            out += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return out
+
+
+def process_tree(root: int) -> list[int]:
+    """The pid `root` and every process below it (sandbox zygotes, their forked children)."""
+    todo, seen = [root], []
+    while todo:
+        pid = todo.pop()
+        seen.append(pid)
+        todo += _children(pid)
+    return seen
+
+
+def proc_kb(path: str, field: str) -> int:
+    """One `Field: N kB` value of a /proc file, 0 when the process is gone."""
+    try:
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(field):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def run_measured(cmd: list[str], poll_s: float = 0.05) -> dict:
+    """Run a command to its end, polling /proc for the memory of its whole process tree.
+
+    Returns seconds, peak RSS (each process's resident memory added up: pages a zygote shares with its
+    forked child count twice, the conservative number), peak PSS (shared pages split: what the tree really
+    costs), the most processes at once, and the command's stdout.
+    """
+    import subprocess
+    import time
+
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak_rss = peak_pss = peak_procs = 0
+    while proc.poll() is None:
+        pids = process_tree(proc.pid)
+        rss = sum(proc_kb(f"/proc/{p}/status", "VmRSS:") for p in pids)
+        pss = sum(proc_kb(f"/proc/{p}/smaps_rollup", "Pss:") for p in pids)
+        peak_rss, peak_pss, peak_procs = max(peak_rss, rss), max(peak_pss, pss), max(peak_procs, len(pids))
+        time.sleep(poll_s)
+    stdout, stderr = proc.communicate()
+    seconds = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[:4])} ... failed ({proc.returncode}):\n{stderr[-3000:]}")
+    return {"seconds": round(seconds, 2), "peak_rss_mb": round(peak_rss / 1024), "peak_pss_mb": round(peak_pss / 1024),
+            "peak_processes": peak_procs, "stdout": stdout}

@@ -1,16 +1,18 @@
-"""Speed and cost: apply throughput, learning wall time, LLM calls per drop size, code-location load time.
+"""Speed and cost: cleaning drops, learning wall time, LLM calls per drop size, code-location load time.
 
-Run: `python benchmarks/speed.py [--only apply waves calls load] [--rows 1000000]`. Prints a table per
-part and writes benchmarks/results/speed.json.
+Run: `python benchmarks/speed.py [--only apply waves calls load] [--jsonl-rows 200000] [--csv-mb 1024]`. Prints
+a table per part and writes benchmarks/results/speed.json.
 
-1. apply: an exported module (learned by the rules analyst from the first rows of a synthetic messy
-   customer file) cleans the whole file (1M rows by default), file to file, three ways:
-   - smolclean: `apply_module`, streaming batches through sandbox workers (2), Parquet out;
-   - in-process: the same module exec'd in this process, pandas reads the CSV, `clean(df)`, Parquet out
-     (what the sandbox costs);
-   - record at a time: the same logic as plain Python functions over one dict per row (csv.DictReader in,
-     csv.DictWriter out): the design of recursive-data-cleaner's apply. The record functions are built
-     from the constants of the module's functions, and checked to give the module's output.
+1. apply: a patients drop (18 fields, see benchmarks/patients.py), as a 200k-row JSONL (typed values) and as
+   a 1 GB CSV, generated into a temporary folder, cleaned by a model-written-style module (nine functions:
+   mapping tables, regexes, date parsing, a whitespace pass over every text column). Each way runs as its
+   own process, and /proc is polled for the peak RSS and PSS of its whole process tree:
+   - read and write only: the module's `__main__` with no function (what reading and writing cost alone);
+   - standalone: `python clean_patients.py IN OUT` (the module's own streaming `__main__`);
+   - smolclean apply: `python -m smolclean_dagster.cli apply ...` (sandbox workers, one per core by default);
+   - record at a time: the same logic over one dict per row (benchmarks/patients.py records), checked to give
+     the module's values on the first 20,000 rows.
+   Output in the input's format. The standalone and apply outputs are compared byte for byte.
 2. waves: `learn()` with the LLM analyst on a drop whose dirt sits in 16 different chunks, against a
    local OpenAI-compatible server that answers every call after 2 s; concurrency 4 vs 1.
 3. calls: `learn()` with the LLM analyst (a scripted model that writes two functions and then says
@@ -22,9 +24,7 @@ part and writes benchmarks/results/speed.json.
 from __future__ import annotations
 
 import argparse
-import ast
 import csv
-import datetime as dt
 import json
 import logging
 import os
@@ -42,11 +42,13 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))  # the scripted OpenAI-compatible server of the tests
-from common import RESULTS_DIR, describe_machine, machine_info, quiet_logs, table, write_results  # noqa: E402
+from common import RESULTS_DIR, describe_machine, machine_info, quiet_logs, run_measured, table, write_results  # noqa: E402
 
 TARGETS = {
-    "apply_vs_record": 10.0,  # smolclean rows/s at least this many times record-at-a-time's
-    "apply_vs_in_process": 1.5,  # smolclean time at most this many times in-process time
+    "apply_vs_record": 10.0,  # `smolclean apply` rows/s on the JSONL at least this many times record-at-a-time's
+    "apply_jsonl_rows_per_s": 50_000,  # ... and at least this many rows/s
+    "peak_rss_mb": 300,  # both ways of applying, on both files: peak RSS of the whole process tree
+    "standalone_vs_apply": 1.5,  # the standalone module's time at most this many times `smolclean apply`'s
     "waves_speedup": 3.0,  # concurrency 4 at least this many times faster than 1
     "calls_growth": 1.5,  # calls for 10x rows at most this many times the calls for 1x
     "load_seconds": 3.0,
@@ -91,197 +93,75 @@ def write_csv(df: pd.DataFrame, path: Path) -> Path:
 
 # ------------------------------------------------------------------------------------------- 1. apply
 
-def learn_module(sample: Path, workdir: Path) -> str:
-    """The exported module the rules analyst learns from `sample` (the real flow)."""
-    from smolclean_dagster.learning import learn
-    from smolclean_dagster.settings import DatasetSettings
-
-    outcome = learn(DatasetSettings(name="customers", workdir=workdir, analyst="rules"), sample, log_level="ERROR")
-    return outcome.module.read_text(encoding="utf-8")
+def _rows(stdout: str) -> int:
+    return int(re.search(r"cleaned (\d+) rows", stdout).group(1))
 
 
-def module_constants(source: str) -> list[tuple[str, dict]]:
-    """Each function of the module with the constants it assigns (COLUMN, TOKENS, ...), in order."""
-    out = []
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.FunctionDef) and node.name != "clean":
-            constants = {}
-            for stmt in node.body:
-                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
-                        and stmt.targets[0].id.isupper():
-                    constants[stmt.targets[0].id] = ast.literal_eval(stmt.value)
-            out.append((node.name, constants))
-    return out
+def _same_file(a: Path, b: Path) -> bool:
+    if a.stat().st_size != b.stat().st_size:
+        return False
+    with a.open("rb") as fa, b.open("rb") as fb:
+        while block := fa.read(1 << 24):
+            if block != fb.read(1 << 24):
+                return False
+    return True
 
 
-_SPACES = re.compile(r"[^\S\r\n]{2,}")
+def _same_records(module_out: Path, records_out: Path, limit: int = 20_000) -> bool:
+    """The record-at-a-time loop gives the module's values on the first `limit` rows."""
+    if module_out.suffix == ".jsonl":
+        with module_out.open(encoding="utf-8") as fa, records_out.open(encoding="utf-8") as fb:
+            return all(json.loads(x) == json.loads(y) for x, y, _ in zip(fa, fb, range(limit)))
+    with module_out.open(encoding="utf-8", newline="") as fa, records_out.open(encoding="utf-8", newline="") as fb:
+        return all(x == y for x, y, _ in zip(csv.reader(fa), csv.reader(fb), range(limit)))
 
 
-def _norm(v: str) -> str:
-    return _SPACES.sub(" ", v.strip())
+def bench_apply(jsonl_rows: int, csv_mb: float, workers: int | None, work: Path, batch_size: int,
+                kinds: tuple[str, ...] = ("jsonl", "csv")) -> dict:
+    """The patients drop as JSONL and as CSV, each cleaned four ways, each way a process of its own."""
+    import patients
 
-
-def record_functions(source: str) -> list:
-    """The module's functions rewritten record at a time: each takes and returns one dict per row."""
-    fns = []
-    for name, k in module_constants(source):
-        if name.startswith("strip_whitespace"):
-            def fn(rec, cols=k["COLUMNS"]):
-                for c in cols:
-                    if isinstance(rec.get(c), str):
-                        rec[c] = _norm(rec[c])
-                return rec
-        elif name.startswith("replace_null_tokens"):
-            def fn(rec, tokens=k["TOKENS"]):
-                for c, ts in tokens.items():
-                    v = rec.get(c)
-                    if isinstance(v, str) and v.strip().casefold() in ts:
-                        rec[c] = None
-                return rec
-        elif name.startswith(("unify_case", "fix_misspellings", "unify_booleans")):
-            table = k.get("CANONICAL") or k.get("CORRECTIONS") or k.get("SPELLING")
-            folded = not name.startswith("fix_misspellings")
-            def fn(rec, c=k["COLUMN"], table=table, folded=folded):
-                v = rec.get(c)
-                if isinstance(v, str):
-                    key = _norm(v).casefold() if folded else _norm(v)
-                    if key in table:
-                        rec[c] = table[key]
-                return rec
-        elif name.startswith("normalize_numbers"):
-            fn = _record_numbers(k["COLUMN"], k["UNITS"])
-        elif name.startswith("dates_to_iso"):
-            fn = _record_dates(k["COLUMN"], k["FORMATS"])
-        else:
-            raise SystemExit(f"no record-at-a-time version of {name}; extend benchmarks/speed.py")
-        fns.append(fn)
-    return fns
-
-
-def _record_numbers(column: str, units: list[str]):
-    import decimal
-
-    unit = "|".join(re.escape(u) for u in sorted(units, key=len, reverse=True)) or "(?!)"
-    number = re.compile(r"^(?P<sign>[-+]?)(?:" + unit + r")?\s*(?P<sign2>[-+]?)"
-                        r"(?P<number>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)\s*(?:" + unit + r")?$")
-
-    def fn(rec):
-        v = rec.get(column)
-        if isinstance(v, str) and (m := number.match(v.strip())):
-            text = m["sign"] + m["sign2"] + m["number"].replace(",", "")
-            if len(text.lstrip("+-").replace(".", "").strip("0")) > 15 and "." in text:
-                rounded = format(decimal.Context(prec=15).create_decimal(text).normalize(), "f")
-                if len(rounded.lstrip("+-").replace(".", "").strip("0")) <= 12:
-                    text = rounded
-            rec[column] = text[:-2] if text.endswith(".0") and text[:-2].lstrip("+-").isdigit() else text
-        return rec
-    return fn
-
-
-def _record_dates(column: str, formats: list[str]):
-    def fn(rec):
-        v = rec.get(column)
-        if isinstance(v, str):
-            text = v.strip()
-            for fmt in formats:
-                try:
-                    parsed = dt.datetime.strptime(text, fmt)
-                except ValueError:
-                    continue
-                layout = "%Y-%m-%d %H:%M:%S" if "%S" in fmt else "%Y-%m-%d %H:%M" if ("%H" in fmt or "%I" in fmt) else "%Y-%m-%d"
-                rec[column] = parsed.strftime(layout)
-                break
-        return rec
-    return fn
-
-
-def apply_record_at_a_time(source: str, src: Path, dst: Path) -> int:
-    fns = record_functions(source)
-    n = 0
-    with src.open(newline="", encoding="utf-8") as fin, dst.open("w", newline="", encoding="utf-8") as fout:
-        reader = csv.DictReader(fin)
-        writer = csv.DictWriter(fout, fieldnames=reader.fieldnames)
-        writer.writeheader()
-        for record in reader:
-            for fn in fns:
-                record = fn(record)
-            writer.writerow(record)
-            n += 1
-    return n
-
-
-def in_process_clean(source: str):
-    namespace: dict = {"__name__": "bench_module"}
-    exec(compile(source, "clean_customers.py", "exec"), namespace)  # noqa: S102 - our own exported module
-    return namespace["clean"]
-
-
-def apply_in_process(source: str, src: Path, dst: Path) -> int:
-    df = pd.read_csv(src, dtype=str, keep_default_na=False).astype(object)
-    out = in_process_clean(source)(df)
-    out.to_parquet(dst, index=False)
-    return len(out)
-
-
-def check_same_logic(source: str, sample: pd.DataFrame) -> None:
-    """The record functions give the module's output, cell for cell (None and NaN alike)."""
-    expected = in_process_clean(source)(sample.astype(object).copy())
-    fns = record_functions(source)
-    rows = []
-    for record in sample.to_dict(orient="records"):
-        for fn in fns:
-            record = fn(record)
-        rows.append(record)
-    got = pd.DataFrame(rows, columns=sample.columns)
-    left, right = expected.astype(object).where(expected.notna(), None), got.astype(object).where(got.notna(), None)
-    if not left.equals(right):
-        diff = (left != right) & ~(left.isna() & right.isna())
-        col = diff.any().idxmax()
-        i = diff[col].idxmax()
-        raise SystemExit(f"record-at-a-time logic differs from the module at row {i}, {col}: {right.at[i, col]!r} "
-                         f"!= {left.at[i, col]!r}")
-
-
-def bench_apply(rows: int, workers: int, work: Path) -> dict:
-    from smolclean_dagster.core.apply import apply_module
-    from smolclean_dagster.sandbox import Sandbox
-
-    print(f"apply: writing a {rows:,}-row messy file and learning a module from its first 5,000 rows ...")
-    big = messy_customers(rows)
-    src = write_csv(big, work / "customers.csv")
-    sample = write_csv(big.head(5000), work / "customers_sample.csv")
-    source = learn_module(sample, work / "learn")
-    functions = [name for name, _ in module_constants(source)]
-    check_same_logic(source, big.head(20_000))
-    size_mb = round(src.stat().st_size / 1e6, 1)
-
-    timings = {}
-    print(f"  smolclean (sandboxed batches, {workers} workers) ...")
-    with Sandbox() as sandbox:
-        level = sandbox.level.describe()
-        started = time.perf_counter()
-        result = apply_module(source, src, work / "out_sandbox.parquet", sandbox=sandbox, workers=workers)
-        timings["smolclean"] = (time.perf_counter() - started, result.rows_in)
-    print("  in-process (same module, no sandbox) ...")
-    started = time.perf_counter()
-    n = apply_in_process(source, src, work / "out_in_process.parquet")
-    timings["in_process"] = (time.perf_counter() - started, n)
-    print("  record at a time ...")
-    started = time.perf_counter()
-    n = apply_record_at_a_time(source, src, work / "out_records.csv")
-    timings["record_at_a_time"] = (time.perf_counter() - started, n)
-
-    ours = pd.read_parquet(work / "out_sandbox.parquet")
-    theirs = pd.read_parquet(work / "out_in_process.parquet")
-    same = ours.astype(object).where(ours.notna(), None).equals(theirs.astype(object).where(theirs.notna(), None))
-    out = {
-        "rows": rows, "file_mb": size_mb, "functions": functions, "sandbox": level, "workers": workers,
-        "same_output_as_in_process": bool(same),
-        "variants": {k: {"seconds": round(s, 2), "rows_per_s": round(n / s)} for k, (s, n) in timings.items()},
-    }
-    v = out["variants"]
-    out["speedup_vs_record"] = round(v["smolclean"]["rows_per_s"] / v["record_at_a_time"]["rows_per_s"], 1)
-    out["time_vs_in_process"] = round(v["smolclean"]["seconds"] / v["in_process"]["seconds"], 2)
+    module, nothing = work / "clean_patients.py", work / "clean_nothing.py"
+    module.write_text(patients.module_source(), encoding="utf-8")
+    nothing.write_text(patients.module_source("nothing", functions=False), encoding="utf-8")
+    out: dict = {"functions": [name for name in re.findall(r"^def (\w+)\(df", module.read_text(), re.M) if name != "clean"],
+                 "workers": workers or "one per core", "batch_rows": batch_size, "files": {}}
+    python = sys.executable
+    for kind, size in (("jsonl", {"rows": jsonl_rows}), ("csv", {"size_mb": csv_mb})):
+        if kind not in kinds:
+            continue
+        src = work / f"patients.{kind}"
+        print(f"apply: writing {src.name} ({size}) ...")
+        rows = patients.write_patients(src, **size)
+        outputs = {way: work / f"out_{way}.{kind}" for way in ("read_write_only", "standalone", "smolclean_apply",
+                                                                 "record_at_a_time")}
+        commands = {
+            "read_write_only": [python, str(nothing), str(src), str(outputs["read_write_only"]), str(batch_size)],
+            "standalone": [python, str(module), str(src), str(outputs["standalone"]), str(batch_size)],
+            "smolclean_apply": [python, "-m", "smolclean_dagster.cli", "apply", str(module), str(src), "-o",
+                                str(outputs["smolclean_apply"]), "--batch-size", str(batch_size)]
+                               + (["--workers", str(workers)] if workers else []),
+            "record_at_a_time": [python, str(HERE / "patients.py"), "records", str(src), str(outputs["record_at_a_time"])],
+        }
+        runs = {}
+        for way, cmd in commands.items():
+            print(f"  {kind}: {way.replace('_', ' ')} ...")
+            result = run_measured(cmd)
+            n = _rows(result.pop("stdout"))
+            runs[way] = {**result, "rows": n, "rows_per_s": round(n / result["seconds"])}
+        entry = {
+            "rows": rows, "file_mb": round(src.stat().st_size / 1e6, 1), "runs": runs,
+            "measured": {"date": machine_info()["date"], "load_average_1min_after": round(os.getloadavg()[0], 2)},
+            "standalone_same_as_apply": _same_file(outputs["standalone"], outputs["smolclean_apply"]),
+            "records_same_as_module": _same_records(outputs["standalone"], outputs["record_at_a_time"]),
+            "apply_vs_record_rows_per_s": round(runs["smolclean_apply"]["rows_per_s"]
+                                                / runs["record_at_a_time"]["rows_per_s"], 1),
+            "standalone_time_vs_apply": round(runs["standalone"]["seconds"] / runs["smolclean_apply"]["seconds"], 2),
+            "read_write_share_of_standalone": round(runs["read_write_only"]["seconds"] / runs["standalone"]["seconds"], 2),
+        }
+        out["files"][kind] = entry
+        for path in [src, *outputs.values()]:
+            path.unlink(missing_ok=True)
     return out
 
 
@@ -437,12 +317,19 @@ def report(results: dict) -> str:
     parts = [f"Machine: {describe_machine(results['machine'])}"]
     if "apply" in results:
         a = results["apply"]
-        rows = [[k.replace("_", " "), v["seconds"], f"{v['rows_per_s']:,}"] for k, v in a["variants"].items()]
-        parts.append(f"1. apply: {a['rows']:,} rows ({a['file_mb']} MB CSV), {len(a['functions'])} functions, "
-                     f"file to file; sandbox: {a['sandbox']}\n" + table(["variant", "seconds", "rows/s"], rows)
-                     + f"\nsmolclean vs record at a time: {a['speedup_vs_record']}x rows/s (target >= "
-                     f"{TARGETS['apply_vs_record']:g}x); time vs in-process: {a['time_vs_in_process']}x (target <= "
-                     f"{TARGETS['apply_vs_in_process']:g}x); same output as in-process: {a['same_output_as_in_process']}")
+        for kind, f in a["files"].items():
+            rows = [[way.replace("_", " "), r["seconds"], f"{r['rows_per_s']:,}", r["peak_rss_mb"], r["peak_pss_mb"],
+                     r["peak_processes"]] for way, r in f["runs"].items()]
+            parts.append(
+                f"1. apply, {kind.upper()}: {f['rows']:,} rows ({f['file_mb']} MB), {len(a['functions'])} functions, "
+                f"workers: {a['workers']}, batches of {a['batch_rows']:,} rows\n"
+                + table(["way", "seconds", "rows/s", "peak RSS MB (tree)", "peak PSS MB (tree)", "processes"], rows)
+                + f"\nsmolclean apply vs record at a time: {f['apply_vs_record_rows_per_s']}x rows/s (target >= "
+                f"{TARGETS['apply_vs_record']:g}x on JSONL, and >= {TARGETS['apply_jsonl_rows_per_s']:,} rows/s); "
+                f"standalone time vs apply: {f['standalone_time_vs_apply']}x (target <= {TARGETS['standalone_vs_apply']:g}x); "
+                f"peak RSS target <= {TARGETS['peak_rss_mb']} MB; reading and writing alone: "
+                f"{f['read_write_share_of_standalone']:.0%} of the standalone time; standalone output == apply output: "
+                f"{f['standalone_same_as_apply']}; record loop gives the module's values: {f['records_same_as_module']}")
     if "waves" in results:
         w = results["waves"]
         rows = [[c, r["chunks"], r["calls"], r.get("most_calls_at_once"), r["first_call_at_s"], r["last_call_done_at_s"],
@@ -470,8 +357,12 @@ def report(results: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", choices=["apply", "waves", "calls", "load"], default=None)
-    parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the apply benchmark's file")
-    parser.add_argument("--workers", type=int, default=2, help="sandbox workers of the apply benchmark")
+    parser.add_argument("--jsonl-rows", type=int, default=200_000, help="rows of the apply benchmark's JSONL")
+    parser.add_argument("--csv-mb", type=float, default=1024, help="size of the apply benchmark's CSV")
+    parser.add_argument("--workers", type=int, default=None, help="sandbox workers of smolclean apply (default: per core)")
+    parser.add_argument("--batch-size", type=int, default=20_000, help="rows per batch, both ways of applying")
+    parser.add_argument("--files", nargs="*", choices=["jsonl", "csv"], default=["jsonl", "csv"],
+                        help="which files the apply part cleans (the other's last results are kept)")
     parser.add_argument("--chunks", type=int, default=16, help="chunks of the waves benchmark")
     parser.add_argument("--delay", type=float, default=2.0, help="seconds the test model takes per call")
     parser.add_argument("--calls-rows", type=int, default=1000, help="rows of the smaller drop of the calls benchmark")
@@ -486,7 +377,8 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         if "apply" in parts:
             (work / "apply").mkdir()
-            results["apply"] = bench_apply(args.rows, args.workers, work / "apply")
+            results["apply"] = bench_apply(args.jsonl_rows, args.csv_mb, args.workers, work / "apply", args.batch_size,
+                                           tuple(args.files))
         if "waves" in parts:
             (work / "waves").mkdir()
             results["waves"] = bench_waves(work / "waves", args.delay, args.chunks)
@@ -500,7 +392,10 @@ def main(argv: list[str] | None = None) -> int:
                                      "load_average_1min": results["machine"]["load_average_1min"]}
     previous = RESULTS_DIR / "speed.json"
     if args.only and previous.exists():
-        results = {**json.loads(previous.read_text(encoding="utf-8")), **results}
+        before = json.loads(previous.read_text(encoding="utf-8"))
+        if "apply" in results and "files" in before.get("apply", {}):  # a file not cleaned this time keeps its results
+            results["apply"]["files"] = {**before["apply"]["files"], **results["apply"]["files"]}
+        results = {**before, **results}
     print()
     print(report(results))
     if not args.no_write:

@@ -181,3 +181,9 @@ def test_the_apply_command_does_not_load_dagster(people_csv, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
     assert len(pd.read_parquet(out)) == ROWS
+
+
+def test_workers_follow_the_cores_by_default(people_csv, sandbox, tmp_path):
+    result = apply_module(MODULE, people_csv, tmp_path / "out.parquet", sandbox=sandbox, batch_size=40)
+    assert result.workers == len(os.sched_getaffinity(0))
+    assert pd.read_parquet(tmp_path / "out.parquet")["id"].tolist() == [f"P{i:04d}" for i in range(ROWS)]

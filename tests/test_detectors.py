@@ -218,3 +218,22 @@ def test_column_profile():
 )
 def test_docstring_examples_hold(module):
     assert doctest.testmod(module).failed == 0
+
+
+def test_typed_values_count_as_values_and_do_not_trip_the_detectors():
+    """A JSON drop's numbers, booleans, lists and objects are values, not empty cells, and no detector
+    chokes on them (lists and dicts cannot be counted as keys)."""
+    df = pd.DataFrame({
+        "id": pd.Series([0, 1, 2, None], dtype=object),
+        "ok": pd.Series([True, False, True, None], dtype=object),
+        "tags": pd.Series([["a", "b"], [], ["a", "b"], None], dtype=object),
+        "meta": pd.Series([{"k": 1}, {"k": [1, 2]}, {"k": 1}, None], dtype=object),
+        "city": pd.Series([" Bend", "Bend", ["Bend"], ""], dtype=object),
+    })
+    profiles = {p.column: p for p in profile_columns(df)}
+    assert [profiles[c].empty for c in ("id", "ok", "tags", "meta", "city")] == [1, 1, 1, 1, 1]
+    assert (profiles["id"].dominant_shape, profiles["id"].distinct) == ("<number>", 3)
+    assert (profiles["tags"].dominant_shape, profiles["tags"].distinct) == ("<list>", 2)
+    assert (profiles["meta"].dominant_shape, profiles["meta"].distinct) == ("<object>", 2)
+    assert profiles["ok"].dominant_shape == "<boolean>" and profiles["ok"].dominant_share == 1.0
+    assert [(f.kind, f.column) for f in detect_issues(df)] == [("whitespace", "city")]

@@ -179,3 +179,20 @@ def test_module_main_guard_with_an_else_branch_is_rejected():
 def test_module_may_not_rebind_dunder_names():
     code = GOOD_MODULE.replace('VERSION = "1.2.0"', '__name__ = "__main__"')
     assert any("assigning `__name__` is not allowed" in r for r in reasons_of(code, module=True))
+
+
+def test_an_exported_modules_main_block_does_not_count_towards_the_size_limit():
+    from smolclean_dagster.core.export import render_module
+    from smolclean_dagster.core.functions import CleaningFunction
+    from smolclean_dagster.core.registry import Provenance, Registry, RegistryEntry
+    from smolclean_dagster.core.sandbox.gate import MAX_CODE_CHARS, check_module
+
+    table = "{" + ", ".join(f"'v{i:06d}': 'V{i:06d}'" for i in range(8_800)) + "}"
+    code = f'def fix(df):\n    """Map values of `v`."""\n    TABLE = {table}\n    return df.assign(v=df["v"].map(TABLE))\n'
+    registry = Registry(dataset="big").with_entry(RegistryEntry(
+        function=CleaningFunction.from_code(code, columns=["v"]),
+        provenance=Provenance(drop="d.csv", chunk="c1", step=1, analyst="rules")))
+    source = render_module(registry)
+    functions_only = source[: source.index('if __name__ == "__main__":')]
+    assert len(functions_only) < MAX_CODE_CHARS < len(source)  # the functions fit; with the `__main__` block they would not
+    check_module(source)

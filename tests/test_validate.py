@@ -76,4 +76,4 @@ def test_a_per_row_loop_is_sent_back_with_its_measured_cost(sandbox):
     # the same job done on whole columns passes the same measurement
     vectorised = fn("df = df.copy()\ndf['city'] = df['city'].str.strip().str.title()\nreturn df")
     per_row, rows = measure_cost(vectorised, [CHUNK, HOLDOUT], sandbox)
-    assert rows == 5000 and 0 < per_row <= MAX_COST_PER_ROW_S
+    assert rows == 5000 and per_row <= MAX_COST_PER_ROW_S

@@ -50,11 +50,6 @@ class ApplyResult:
         return round(self.rows_in / self.seconds, 1) if self.seconds else 0.0
 
 
-def output_format(path: Path) -> str:
-    """The output format from the file extension: parquet (default), csv, tsv or jsonl."""
-    return output_kind(path)
-
-
 def default_workers() -> int:
     """Sandbox workers to clean with when none are asked for: one per core this process may use."""
     try:
@@ -127,7 +122,7 @@ def apply_module(
     input_path, output_path = Path(input_path), Path(output_path)
     output_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = output_path.with_name(f".{output_path.name}.{os.getpid()}.tmp")
-    writer = BatchWriter(tmp, output_format(output_path))
+    writer = BatchWriter(tmp, output_kind(output_path))
     sampler = RowSampler(residual_rows)
     started = time.perf_counter()
     rows_in = rows_out = batches = 0

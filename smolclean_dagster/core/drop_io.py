@@ -37,20 +37,31 @@ INPUT_SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl"
                   ".json": "json", ".parquet": "parquet", ".pq": "parquet"}
 
 
-def json_frame(records, columns=None):
-    """JSON objects as a frame of object columns holding each value as JSON made it, keys in first-seen order.
+def json_frame(records):
+    """JSON objects as a frame of object columns holding each value as JSON made it (None where a record
+    lacks a key), columns in the order the keys first appear.
 
     Example:
         >>> json_frame([{"id": 1, "tags": ["a"]}, {"id": 2, "ok": True}]).to_dict("list")
         {'id': [1, 2], 'tags': [['a'], None], 'ok': [None, True]}
     """
-    if columns is None:
-        seen = {}
-        for record in records:
-            seen.update(dict.fromkeys(record))
-        columns = list(seen)
-    return pd.DataFrame({c: pd.Series([r.get(c) for r in records], dtype=object) for c in columns},
-                        columns=list(columns))
+    frame = pd.DataFrame(records, dtype=object)  # pandas' C loop over the dicts
+    if frame.isna().to_numpy().any():
+        frame = frame.where(frame.notna(), None)  # a missing key reads as NaN; JSON has null
+    return frame
+
+
+def parse_json_lines(lines):
+    """The JSON values of a list of JSONL lines (blank lines left out before), parsed as one array: one call of
+    the parser instead of one per line. A line that is not one JSON value is parsed alone, so its error
+    (json.JSONDecodeError) is the one a line-by-line parse raises."""
+    try:
+        values = json.loads("[" + ",".join(lines) + "]")
+        if len(values) == len(lines):
+            return values
+    except ValueError:
+        pass
+    return [json.loads(line) for line in lines]
 
 
 def arrow_frame(table):
@@ -78,15 +89,15 @@ def read_batches(path, batch_rows=BATCH_ROWS):
         yield from _delimited_batches(path, "\t" if fmt == "tsv" else ",", batch_rows)
     elif fmt == "jsonl":
         with open(path, encoding="utf-8-sig") as fh:
-            records = []
+            lines = []
             for line in fh:
                 if line.strip():
-                    records.append(json.loads(line))
-                    if len(records) == batch_rows:
-                        yield json_frame(records)
-                        records = []
-            if records:
-                yield json_frame(records)
+                    lines.append(line)
+                    if len(lines) == batch_rows:
+                        yield json_frame(parse_json_lines(lines))
+                        lines = []
+            if lines:
+                yield json_frame(parse_json_lines(lines))
     elif fmt == "json":
         with open(path, encoding="utf-8-sig") as fh:
             records = json.load(fh)

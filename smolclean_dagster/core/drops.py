@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from .delimited import delimited_frames, delimited_header, describe_problem
-from .drop_io import arrow_frame, json_frame
+from .drop_io import arrow_frame, json_frame, parse_json_lines
 from .errors import DropReadError
 
 #: Extensions we can read, mapped to the reader's name. Add a format by adding a reader below.
@@ -215,27 +215,34 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
 def _jsonl_records(path: Path, batch_rows: int | None) -> Iterator[tuple[list[object], list[int]]]:
     """The records of a JSONL file with their line numbers, `batch_rows` at a time (all at once for None)."""
     _check_text(path, "jsonl")
-    records, lines = [], []
+    texts, lines = [], []
     with path.open(encoding="utf-8-sig") as fh:
         lineno = 0
         try:
             for lineno, line in enumerate(fh, 1):
                 if not line.strip():
                     continue
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise DropReadError(
-                        f"{path}: line {lineno} is not valid JSON: {exc.msg} (column {exc.colno})"
-                    ) from exc
+                texts.append(line)
                 lines.append(lineno)
-                if len(records) == batch_rows:
-                    yield records, lines
-                    records, lines = [], []
+                if len(texts) == batch_rows:
+                    yield _parse_lines(path, texts, lines), lines
+                    texts, lines = [], []
         except UnicodeDecodeError as exc:
             raise DropReadError(f"{path}: line {lineno + 1} is not valid UTF-8; re-encode the file as UTF-8") from exc
-    if records or batch_rows is None:
-        yield records, lines
+    if texts or batch_rows is None:
+        yield _parse_lines(path, texts, lines), lines
+
+
+def _parse_lines(path: Path, texts: list[str], lines: list[int]) -> list[object]:
+    try:
+        return parse_json_lines(texts)
+    except json.JSONDecodeError:
+        for text, lineno in zip(texts, lines):  # which line: parse them one by one
+            try:
+                json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise DropReadError(f"{path}: line {lineno} is not valid JSON: {exc.msg} (column {exc.colno})") from exc
+        raise
 
 
 def _read_json_array(path: Path) -> pd.DataFrame:

@@ -147,7 +147,7 @@ def check_candidate(
 
 def measure_cost(fn: CleaningFunction, frames: list[pd.DataFrame], runner: CodeRunner, *,
                  timeout_s: float = 10.0) -> tuple[float, int]:
-    """(seconds per row, rows measured) of a function inside the sandbox, on `frames` repeated to `COST_ROWS` rows.
+    """(CPU seconds per row, rows measured) of a function inside the sandbox, on `frames` repeated to `COST_ROWS` rows.
 
     Example:
         >>> per_row, rows = measure_cost(fn, [chunk, holdout], sandbox)   # doctest: +SKIP

@@ -75,6 +75,9 @@ _DUNDER_TEXT = re.compile(r"__\w+__|\{[^{}]*\.\s*_")
 _IMPORT_HINTS = {"pd": "import pandas as pd", "np": "import numpy as np", "re": "import re",
                  "math": "import math", "json": "import json", "datetime": "import datetime"}
 MAX_CODE_CHARS = 200_000
+#: Room for an exported module's `__main__` block (smolclean's own file reading and writing, never run in the
+#: sandbox) on top of MAX_CODE_CHARS.
+MAIN_BLOCK_CHARS = 50_000
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,7 @@ def check_module(code: str) -> None:
 
 def prepare(code: str, *, module: bool, entry: str | None = None) -> Program:
     """Gate the code and decide what to call: `entry`, else the only function (or `clean` for a module)."""
-    if len(code) > MAX_CODE_CHARS:
+    if len(code) > MAX_CODE_CHARS + (MAIN_BLOCK_CHARS if module else 0):
         raise GateRejected([f"the code is {len(code)} characters long; keep it under {MAX_CODE_CHARS}"])
     try:
         tree = ast.parse(code)
@@ -134,7 +137,10 @@ def prepare(code: str, *, module: bool, entry: str | None = None) -> Program:
             reasons.append(f"the code defines no top-level function `{entry}`; define `def {entry}(df): ...`")
     if reasons:
         raise GateRejected(sorted(dict.fromkeys(reasons), key=_line_of))
-    return Program(source=_blank_lines(code, main_blocks), entry=entry)
+    source = _blank_lines(code, main_blocks)
+    if len(source.rstrip()) > MAX_CODE_CHARS:  # what runs in the sandbox: a module's `__main__` block does not
+        raise GateRejected([f"the code is {len(source.rstrip())} characters long; keep it under {MAX_CODE_CHARS}"])
+    return Program(source=source, entry=entry)
 
 
 def _line_of(reason: str) -> int:

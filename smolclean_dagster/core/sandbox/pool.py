@@ -99,7 +99,7 @@ class Sandbox:
 
     def timed_run(self, code: str, df: pd.DataFrame, *, entry: str | None = None,
                   timeout_s: float = 10.0) -> tuple[pd.DataFrame, float]:
-        """Like `run`, and also the seconds the function itself took inside the sandbox (without starting
+        """Like `run`, and also the CPU seconds the function itself took inside the sandbox (without starting
         the process or moving the frame): what validation weighs a candidate's cost by.
 
         Example:

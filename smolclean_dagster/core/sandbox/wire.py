@@ -108,6 +108,7 @@ def parse_json(data: bytes) -> dict:
 JSON_COLUMNS = b"smolclean.json_columns"
 #: Schema metadata naming the text columns that were object columns, so they arrive as object columns.
 OBJECT_COLUMNS = b"smolclean.object_columns"
+_PLAIN = {"integer", "floating", "boolean"}  # one JSON scalar type: Arrow carries these faster than JSON text
 _NATIVE = {"string", "empty", "bytes", "datetime", "datetime64", "date", "time", "timedelta", "timedelta64",
            "period", "interval", "decimal", "categorical"}
 
@@ -134,8 +135,8 @@ def frame_to_table(df: pd.DataFrame) -> pa.Table:
         if series.dtype != object:
             continue
         kind = pd.api.types.infer_dtype(series, skipna=True)
-        if kind in ("string", "empty"):
-            object_columns.append(str(name))
+        if kind in ("string", "empty") or (kind in _PLAIN and _arrow_can_type(series)):
+            object_columns.append(str(name))  # Arrow types it; it comes back as Python values in an object column
         elif kind not in _NATIVE:
             try:
                 converted[i] = [None if _is_null(v) else json.dumps(v, ensure_ascii=False, allow_nan=True) for v in series]
@@ -149,6 +150,14 @@ def frame_to_table(df: pd.DataFrame) -> pa.Table:
     table = pa.Table.from_pandas(df, preserve_index=None, nthreads=1)
     return table.replace_schema_metadata({**(table.schema.metadata or {}), JSON_COLUMNS: json.dumps(json_columns),
                                           OBJECT_COLUMNS: json.dumps(object_columns)})
+
+
+def _arrow_can_type(series: pd.Series) -> bool:
+    try:
+        pa.array(series, from_pandas=True)
+    except (pa.ArrowException, OverflowError, TypeError, ValueError):
+        return False  # an integer beyond 64 bits: JSON carries it
+    return True
 
 
 def _is_null(value: object) -> bool:
@@ -180,11 +189,24 @@ def table_to_frame(table: pa.Table) -> pd.DataFrame:
         df = table.to_pandas(use_threads=False)
     except Exception as exc:  # noqa: BLE001  (malformed pandas metadata can raise nearly anything)
         raise WireError(f"result cannot be turned into a DataFrame: {type(exc).__name__}: {exc}") from None
+    try:
+        return _restore_typed_columns(table, df, json_columns, object_columns)
+    except (KeyError, TypeError, pa.ArrowException) as exc:  # a hostile peer's names or metadata
+        raise WireError(f"result's typed columns cannot be restored: {type(exc).__name__}: {exc}") from None
+
+
+def _restore_typed_columns(table: pa.Table, df: pd.DataFrame, json_columns: set, object_columns: set) -> pd.DataFrame:
     names = [str(c) for c in df.columns]
     for i, name in enumerate(names):
         if name not in json_columns and name not in object_columns:
             continue
-        if name not in table.column_names or not pa.types.is_string(table.schema.field(name).type):
+        if name not in table.column_names:
+            continue
+        kind = table.schema.field(name).type
+        if name in object_columns and not pa.types.is_string(kind):
+            df.isetitem(i, pd.Series(table.column(name).to_pylist(), index=df.index, dtype=object))
+            continue
+        if not pa.types.is_string(kind):
             continue
         texts = table.column(name).to_numpy(zero_copy_only=False)
         if name in json_columns:
