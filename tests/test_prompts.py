@@ -69,6 +69,11 @@ def test_typed_values_are_shown_as_values_not_as_empty_cells():
     assert price_row.split("|")[2].strip() == "3"  # three filled cells: 12.5, 3.0 and the text "12.5"
     values = next(line for line in user.splitlines() if line.startswith("- price ("))
     assert "12.5 x1" in values and '"12.5" x1' in values
+    # A column of text where a function wrote real nulls: pandas' string columns hold them as NaN.
+    emails = pd.DataFrame({"email": pd.array(["a@x.org", None, "b@y.org"], dtype="str")})
+    user = analysis_messages(AnalysisRequest(dataset="d", chunk_id="c", step=1, chunk=emails))[1]["content"]
+    email_row = next(line for line in user.splitlines() if line.startswith("| email |"))
+    assert [c.strip() for c in email_row.split("|")[2:4]] == ["2", "1"]
 
 
 def test_a_template_value_left_out_is_an_error_not_a_blank():

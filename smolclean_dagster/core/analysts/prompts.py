@@ -159,17 +159,17 @@ def column_rows(df: pd.DataFrame) -> list[ColumnRow]:
     """
     rows = []
     for profile, name in zip(profile_columns(df), df.columns):
-        values = df[name].map(_plain)
-        missing = values.map(lambda v: v is None or v == "")
-        present = values[~missing]
-        typed = present[present.map(lambda v: not isinstance(v, str))]
-        distinct = present.map(lambda v: json.dumps(v, ensure_ascii=False, sort_keys=True, default=str)).nunique()
+        # Python lists, not Series.map: pandas would infer a string dtype and turn None back into NaN.
+        values = [_plain(v) for v in df[name].tolist()]
+        present = [v for v in values if v is not None and v != ""]
+        typed = [v for v in present if not isinstance(v, str)]
+        distinct = len({json.dumps(v, ensure_ascii=False, sort_keys=True, default=str) for v in present})
         shape, share = profile.dominant_shape, profile.dominant_share
         if len(typed) > len(present) - len(typed):
-            kinds = typed.map(_json_kind).value_counts()
+            kinds = pd.Series([_json_kind(v) for v in typed]).value_counts()
             shape, share = str(kinds.index[0]), round(float(kinds.iloc[0]) / len(present), 4)
-        rows.append(ColumnRow(column=profile.column, filled=len(present), empty=int(missing.sum()),
-                              null_tokens=profile.null_tokens, distinct=int(distinct), dominant_shape=shape,
+        rows.append(ColumnRow(column=profile.column, filled=len(present), empty=len(values) - len(present),
+                              null_tokens=profile.null_tokens, distinct=distinct, dominant_shape=shape,
                               dominant_share=share))
     return rows
 
