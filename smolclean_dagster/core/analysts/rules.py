@@ -252,6 +252,7 @@ class RulesAnalyst:
             if context is None:
                 log.debug("rules: nothing safe to do for %s on %s", rule.kind, [f.column for f in found])
                 continue
+            context["why"] = [f.message for f in found]  # the evidence that made the rule act, for the report
             function = self._render(rule.template, context, name, [f.column for f in found])
             log.info("rules: chunk %s step %d proposes %s", request.chunk_id, request.step, name)
             return Proposal(issues=issues, function=function, status="needs_more_work")
@@ -310,7 +311,7 @@ class RulesAnalyst:
 
 
 #: Context keys that only illustrate a docstring: merging keeps the first function's.
-_DISPLAY_ONLY = {"examples"}
+_DISPLAY_ONLY = {"examples", "why"}
 
 
 def _merge_context(a: dict, b: dict) -> dict:
