@@ -299,7 +299,11 @@ class RulesAnalyst:
         name = functions[0].name
         if columns != list(functions[0].columns):  # named after what it now fixes
             name = _columns_name(RULES_BY_TEMPLATE[specs[0].template].prefix, columns)
-        return self._render(specs[0].template, context, name, columns)
+        try:
+            return self._render(specs[0].template, context, name, columns)
+        except jinja2.TemplateError as exc:  # constants stored by an older version of the rule: keep them apart
+            log.info("rules: %s not merged: %s", [f.name for f in functions], exc)
+            return None
 
     def _refine(self, finding: Finding, request: AnalysisRequest) -> Finding | None:
         """The same detector over the chunk plus the reference rows: whole-drop evidence, when there is some."""
