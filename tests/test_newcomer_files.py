@@ -13,7 +13,6 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
-from pathlib import Path
 
 import dagster as dg
 import pandas as pd

@@ -408,7 +408,7 @@ def _quoted(value: object) -> str:
     return _docstring_safe(", ".join(repr(v) for v in items))
 
 
-def _arrows(values: list[str] | tuple[str, ...], mapping: dict[str, str], key: Callable[[str], str] = str) -> str:
+def _arrows(values: list[str] | tuple[str, ...], mapping: dict[str, str]) -> str:
     """A few "before -> after" pairs for a docstring."""
-    pairs = [f"{v!r} -> {mapping[key(v)]!r}" for v in values if key(v) in mapping]
+    pairs = [f"{v!r} -> {mapping[v]!r}" for v in values if v in mapping]
     return ", ".join(pairs) or "see the table"
