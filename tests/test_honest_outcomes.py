@@ -89,3 +89,20 @@ def test_what_is_left_is_listed_per_column(demo_runs):
     for line in rows:  # the CLI names the same columns
         column = line.split("|")[1].strip()
         assert f"    {column}: " in summary
+
+
+def test_the_validation_metadata_says_what_is_left_per_column(demo_runs):
+    import dagster as dg
+
+    from smolclean_dagster.learning import workdir_instance
+
+    workdir, _ = demo_runs[0]
+    instance = workdir_instance(workdir)
+    records = instance.fetch_materializations(dg.AssetKey(["customers", "validation"]), limit=1).records
+    metadata = records[0].asset_materialization.metadata
+    assert metadata["blocking_checks_passed"].value is True
+    assert metadata["columns_with_findings_left"].value >= 1
+    assert "| city |" in metadata["left"].value
+    quality = metadata["quality"].value
+    raw = pd.read_csv(workdir / "drops" / "customers" / "customers.csv", dtype=str, keep_default_na=False)
+    assert all(f"| {column} |" in quality for column in raw.columns), "every column in the quality table"

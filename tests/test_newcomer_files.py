@@ -13,7 +13,6 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
-from pathlib import Path
 
 import dagster as dg
 import pandas as pd
@@ -108,6 +107,16 @@ def test_no_valid_value_is_made_worse(learned):
     assert _text(cleaned.loc[dirty["email"].isin(["N/A", ""]), "email"]) == [None] * 7, "N/A and '' alike"
     spellings = set(cleaned["active"])
     assert len(spellings) == 2 and len({s.islower() for s in spellings}) == 1, spellings
+
+
+def test_each_function_says_how_many_cells_it_changed_and_why(learned):
+    _, _, outcome = learned
+    functions = outcome.report.read_text().split("## Functions")[1].split("\n## ")[0].split("\n### ")[1:]
+    assert len(functions) == outcome.functions
+    for text in functions:
+        assert "- evidence: " in text and " cell(s) changed over " in text
+        why = text.split("- why: ")[1].splitlines()[0]
+        assert " cells of " in why, why  # the findings the rule acted on, with their counts
 
 
 def test_the_module_fixes_spellings_only_the_next_file_has(learned, tmp_path):

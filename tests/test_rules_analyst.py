@@ -233,3 +233,26 @@ def test_looping_on_a_chunk_with_the_drop_as_reference_ends_clean():
     proposal, cleaned, registry = clean_by_looping(raw.iloc[100:150].reset_index(drop=True), reference=raw)
     assert proposal.status == "clean" and detect_issues(cleaned) == []
     assert any(r.name.startswith("dates_to_iso") for r in registry)
+
+
+@pytest.mark.parametrize(
+    "learned, unseen",
+    [
+        (["IL", "TX", "CA", "NY"] * 10 + ["tx", "Il"], ["fl", "Mi", "ab1", "NA", "IL"]),
+        (["New York", "Chicago", "McDonald", "St. Louis"] * 10 + ["CHICAGO", "new york"],
+         ["GOLDFIELD", "hilliard", "MCDONALD", "USA", "o'brien", "de la Cruz", "x"]),
+        (["shipped", "pending", "delivered"] * 10 + ["Shipped", "DELIVERED"], ["PENDING", "CO", "Lost", "ok"]),
+    ],
+)
+def test_the_case_rule_follows_the_column_convention_on_values_never_seen(learned, unseen):
+    from smolclean_dagster.core.detectors import case_variants
+
+    frame = pd.DataFrame({"col": learned}, dtype=object)
+    fn = propose_for("case_variants", frame)
+    convention, exceptions = fn.rule.context["convention"], fn.rule.context["exceptions"]
+    assert convention is not None
+    values = learned + unseen
+    out = load(fn)(pd.DataFrame({"col": values}, dtype=object))["col"].tolist()
+    assert out == [case_variants.fix(v, convention, exceptions) for v in values]
+    assert load(fn)(pd.DataFrame({"col": out}, dtype=object))["col"].tolist() == out, "not idempotent"
+    assert [f for f in detect_issues(pd.DataFrame({"col": out})) if f.kind == "case_variants"] == []

@@ -17,6 +17,13 @@ def _md(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _why(function) -> str:
+    """Why the function was made: the findings a rule acted on, else the first line of its docstring."""
+    if function.rule is not None and function.rule.context.get("why"):
+        return "; ".join(function.rule.context["why"])
+    return (function.docstring.strip().splitlines() or ["(not said)"])[0]
+
+
 def render_report(
     registry: Registry,
     validation: ValidationReport | None,
@@ -45,6 +52,7 @@ def render_report(
             + (f" ({p.model})" if p.model else ""),
             f"- evidence: {ev.cells_changed} cell(s) changed over {ev.rows_checked} rows "
             f"({ev.holdout_rows} held out) in {', '.join(ev.columns_changed) or '-'}",
+            f"- why: {_md(_why(f))}",
         ]
         numbers = [f"#{i.number}" for i in items if i.text in e.serves]
         if numbers:

@@ -267,6 +267,7 @@ class RulesAnalyst:
             if context is None:
                 log.debug("rules: nothing safe to do for %s on %s", rule.kind, [f.column for f in found])
                 continue
+            context["why"] = [f.message for f in found]  # the evidence that made the rule act, for the report
             yield self._render(rule.template, context, name, [f.column for f in found])
 
     def _render(self, template: str, context: dict, name: str, columns: list[str]) -> CleaningFunction:
@@ -310,7 +311,11 @@ class RulesAnalyst:
         name = functions[0].name
         if columns != list(functions[0].columns):  # named after what it now fixes
             name = _columns_name(RULES_BY_TEMPLATE[specs[0].template].prefix, columns)
-        return self._render(specs[0].template, context, name, columns)
+        try:
+            return self._render(specs[0].template, context, name, columns)
+        except jinja2.TemplateError as exc:  # constants stored by an older version of the rule: keep them apart
+            log.info("rules: %s not merged: %s", [f.name for f in functions], exc)
+            return None
 
     def _refine(self, finding: Finding, request: AnalysisRequest) -> Finding | None:
         """The same detector over the chunk plus the reference rows: whole-drop evidence, when there is some."""
@@ -322,7 +327,7 @@ class RulesAnalyst:
 
 
 #: Context keys that only illustrate a docstring: merging keeps the first function's.
-_DISPLAY_ONLY = {"examples"}
+_DISPLAY_ONLY = {"examples", "why"}
 
 
 def _merge_context(a: dict, b: dict) -> dict:
@@ -415,7 +420,7 @@ def _quoted(value: object) -> str:
     return _docstring_safe(", ".join(repr(v) for v in items))
 
 
-def _arrows(values: list[str] | tuple[str, ...], mapping: dict[str, str], key: Callable[[str], str] = str) -> str:
+def _arrows(values: list[str] | tuple[str, ...], mapping: dict[str, str]) -> str:
     """A few "before -> after" pairs for a docstring."""
-    pairs = [f"{v!r} -> {mapping[key(v)]!r}" for v in values if key(v) in mapping]
+    pairs = [f"{v!r} -> {mapping[v]!r}" for v in values if v in mapping]
     return ", ".join(pairs) or "see the table"

@@ -27,8 +27,8 @@ CONVENTION_SHARE = 0.9
 MIN_CONVENTION_CELLS = 10
 #: Exceptions kept at most, the most frequent first: the table stays reviewable and bounded.
 MAX_EXCEPTIONS = 300
-#: In a title-case column an all-capitals value is rewritten only when it has a word this long:
-#: "GOLDFIELD" is shouted, "USA" and "NW" are abbreviations.
+#: In a lower- or title-case column an all-capitals value is rewritten only when it has a word this long:
+#: "GOLDFIELD" is shouted, "USA", "CO" and "NW" are abbreviations or codes.
 MIN_SHOUTED_WORD = 4
 
 STYLES = ("upper", "lower", "title")
@@ -66,13 +66,17 @@ def convert(value: str, convention: str) -> str:
     Example:
         >>> convert("fl", "upper"), convert("GOLDFIELD", "title"), convert("USA", "title"), convert("st. louis", "title")
         ('FL', 'Goldfield', 'USA', 'St. Louis')
+        >>> convert("Shipped", "lower"), convert("CO", "lower")
+        ('shipped', 'CO')
     """
     if convention == "upper":
         return value.upper()
-    if convention == "lower":
-        return value.lower()
     kind = style(value)
-    if kind == "lower" or (kind == "upper" and _SHOUTED.search(value)):
+    if kind == "upper" and not _SHOUTED.search(value):
+        return value  # an abbreviation or a code ("USA", "CO") is written in capitals on purpose
+    if convention == "lower":
+        return value.lower() if kind in ("upper", "title", "mixed") else value
+    if kind in ("lower", "upper"):
         return _WORD_START.sub(lambda m: m.group(0).upper(), value.lower())
     return value
 
