@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
+import numpy as np
 import pandas as pd
 
 from ..detectors import (
@@ -151,6 +152,21 @@ def _booleans(found: list[Finding], refined: list[Finding | None], columns: list
     return {"column": f.column, "mapping": mapping, "true_spelling": params["true"], "false_spelling": params["false"]}
 
 
+def _holds_json_booleans(request: AnalysisRequest, column: str) -> bool:
+    """True when most yes/no cells of `column` (chunk and reference rows) are real booleans, as JSON drops hold
+    them: then the text spellings become booleans too, not the most frequent text spelling."""
+    frames = [request.chunk] + ([request.reference] if request.reference is not None else [])
+    cells = [v for frame in frames if column in frame.columns for v in frame[column].tolist()]
+    booleans = sum(1 for v in cells if isinstance(v, (bool, np.bool_)))
+    return booleans > 0 and booleans >= sum(1 for v in cells if isinstance(v, str))
+
+
+def _as_json_booleans(context: dict) -> dict:
+    """A boolean rule's context writing True/False instead of the text spellings."""
+    mapping = {k: v == context["true_spelling"] for k, v in context["mapping"].items()}
+    return {**context, "mapping": mapping, "true_spelling": True, "false_spelling": False}
+
+
 def _dependencies(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict | None:
     tables = [t for f in found for t in f.params["dependencies"]]
     conditions = [c for f in found for c in f.params["conditions"]]
@@ -267,6 +283,8 @@ class RulesAnalyst:
             if context is None:
                 log.debug("rules: nothing safe to do for %s on %s", rule.kind, [f.column for f in found])
                 continue
+            if rule.kind == boolean_spellings.KIND and _holds_json_booleans(request, found[0].column):
+                context = _as_json_booleans(context)
             context["why"] = [f.message for f in found]  # the evidence that made the rule act, for the report
             yield self._render(rule.template, context, name, [f.column for f in found])
 
