@@ -12,6 +12,8 @@ that changes or disappears while it is read raises too, so no output is ever mad
 
 from __future__ import annotations
 
+import contextlib
+
 import codecs
 import hashlib
 import json
@@ -81,12 +83,10 @@ def read_drop(path: Path | str) -> pd.DataFrame:
     Raises DropReadError naming the file and the reason (and the line, where there is one) when the
     file cannot be read. A file with a header and no rows is read as zero rows.
     """
-    import pyarrow as pa
-
     path = Path(path)
     fmt = drop_format(path)
     before = _file_version(path)
-    try:
+    with _read_errors(path, fmt):
         if fmt in ("csv", "tsv"):
             df = _read_delimited(path, "\t" if fmt == "tsv" else ",")
         elif fmt == "jsonl":
@@ -95,17 +95,26 @@ def read_drop(path: Path | str) -> pd.DataFrame:
             df = _read_json_array(path)
         else:
             df = _read_parquet(path)
+    _check_unchanged(path, before)
+    if df.shape[1] == 0:
+        raise DropReadError(f"{path}: no columns found; is the file empty?")
+    df.columns = [str(c) for c in df.columns]
+    return df.reset_index(drop=True)
+
+
+@contextlib.contextmanager
+def _read_errors(path: Path, fmt: str) -> Iterator[None]:
+    """Turn what the readers raise on a bad file into a DropReadError naming the file and what to do."""
+    import pyarrow as pa
+
+    try:
+        yield
     except DropReadError:
         raise
     except UnicodeDecodeError as exc:
         raise DropReadError(f"{path}: not valid UTF-8 at byte {exc.start}; re-encode the file as UTF-8") from exc
     except (OSError, ValueError, pa.ArrowException) as exc:
         raise DropReadError(f"{path}: cannot read as {fmt}: {exc}") from exc
-    _check_unchanged(path, before)
-    if df.shape[1] == 0:
-        raise DropReadError(f"{path}: no columns found; is the file empty?")
-    df.columns = [str(c) for c in df.columns]
-    return df.reset_index(drop=True)
 
 
 def _file_version(path: Path) -> tuple[int, int]:
@@ -353,16 +362,8 @@ def iter_batches(path: Path | str, batch_size: int) -> Iterator[pd.DataFrame]:
         batches = _parquet_batches(path, batch_size)
     else:
         batches = _delimited_batches(path, "\t" if fmt == "tsv" else ",", batch_size)
-    import pyarrow as pa
-
-    try:
+    with _read_errors(path, fmt):
         yield from batches
-    except DropReadError:
-        raise
-    except UnicodeDecodeError as exc:
-        raise DropReadError(f"{path}: not valid UTF-8 at byte {exc.start}; re-encode the file as UTF-8") from exc
-    except (OSError, ValueError, pa.ArrowException) as exc:
-        raise DropReadError(f"{path}: cannot read as {fmt}: {exc}") from exc
     _check_unchanged(path, before)
 
 
