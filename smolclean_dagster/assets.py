@@ -111,14 +111,14 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
         registry = store.registry.load()
         sandbox = smolclean_sandbox.get()
         used = sum(t.steps_taken for t in store.models("chunk_functions", ChunkTrace) if t.drop == context.partition_key)
-        items = split_instructions(s.instructions) if s.analyst_kind != "rules" else ()
+        items = split_instructions(s.instructions) if s.reads_instructions else ()
         plan = plan_chunks(
             raw_data, dataset=name, drop=context.partition_key, chunk_size=s.chunk_size,
             budget=s.chunk_budget, holdout_fraction=s.holdout_fraction, wave_size=s.planning_interval,
             clean=lambda rows: clean_with(registry, rows, sandbox), previous=previous,
             steps=StepBudget(total=s.step_budget, per_chunk=s.max_steps, used=used),
             open_items=tuple(i.number for i in open_items(registry.coverage(items))),
-            first_wave=s.planning_interval if s.analyst_kind == "rules" else 1,
+            first_wave=1 if s.reads_instructions else s.planning_interval,
         )
         new = [c for c in plan.selected if not context.instance.has_dynamic_partition(chunk_parts.name, c)]
         if new:
@@ -219,7 +219,7 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
         tests = write_tests(name, registry.version, len(registry.entries), validation, s.module_dir)
         report = write_report(registry, validation, s.module_dir, plans=store.models("chunks", ChunkPlan),
                               traces=store.models("chunk_functions", ChunkTrace),
-                              items=split_instructions(s.instructions), reads_instructions=s.analyst_kind != "rules")
+                              items=split_instructions(s.instructions), reads_instructions=s.reads_instructions)
         source = path.read_text(encoding="utf-8")
         chart = s.module_dir / "quality.png"
         return dg.MaterializeResult(

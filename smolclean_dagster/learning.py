@@ -210,7 +210,7 @@ def learn(
         validation=validation,
         instructions=states,
         stopped=stop_reason(states, selection=plan.stopped, said_clean=said_clean,
-                            reads=settings.analyst_kind != "rules"),
+                            reads=settings.reads_instructions),
     )
 
 

@@ -153,6 +153,11 @@ class DatasetSettings(BaseModel):
     def analyst_kind(self) -> str:
         return self.analyst or ("hybrid" if self.model else "rules")
 
+    @property
+    def reads_instructions(self) -> bool:
+        """True when the analyst is a model: the rules' templates do not read the user's instructions."""
+        return self.analyst_kind != "rules"
+
     def make_analyst(self):
         """The analyst these settings ask for (litellm is imported only when the LLM is first called)."""
         from .core.analysts import make_analyst

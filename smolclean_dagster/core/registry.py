@@ -148,9 +148,8 @@ class Registry(BaseModel):
         if any(e.provenance.chunk not in rank for e in self.entries[len(kept):]):
             return self  # published before (another drop's last wave): its place in the module stays
         # Within one chunk, acceptance order is its own (sequential) order, also across a resumed run.
-        position = {id(e): i for i, e in enumerate(self.entries)}
-        wave = sorted((e for e in self.entries if e.provenance.chunk in rank),
-                      key=lambda e: (rank[e.provenance.chunk], position[id(e)]))
+        placed = sorted((rank[e.provenance.chunk], i) for i, e in enumerate(self.entries) if e.provenance.chunk in rank)
+        wave = [self.entries[i] for _, i in placed]
         entries = list(kept)
         for entry in wave:
             entry = _renamed(entry, entry.asked_name or entry.function.name)
