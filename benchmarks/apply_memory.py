@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import describe_machine, machine_info, proc_kb, process_tree, table, write_results  # noqa: E402
+from common import describe_machine, machine_info, run_measured, table, write_results  # noqa: E402
 
 TARGET_RSS_MB = 600
 POLL_S = 0.05
@@ -135,31 +134,19 @@ def run_apply(module: Path, csv: Path, out: Path, *, workers: int, batch_size: i
     """Run `smolclean apply` and poll its process tree's memory until it ends."""
     cmd = [sys.executable, "-m", "smolclean_dagster.cli", "apply", str(module), str(csv), "-o", str(out),
            "--workers", str(workers), "--batch-size", str(batch_size)]
-    started = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak_rss = peak_pss = peak_procs = 0
-    while proc.poll() is None:
-        pids = process_tree(proc.pid)
-        rss = sum(proc_kb(f"/proc/{p}/status", "VmRSS:") for p in pids)
-        pss = sum(proc_kb(f"/proc/{p}/smaps_rollup", "Pss:") for p in pids)
-        peak_rss, peak_pss, peak_procs = max(peak_rss, rss), max(peak_pss, pss), max(peak_procs, len(pids))
-        time.sleep(POLL_S)
-    stdout, stderr = proc.communicate()
-    seconds = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise SystemExit(f"smolclean apply failed ({proc.returncode}):\n{stderr[-3000:]}")
-    rows = int(re.search(r"cleaned (\d+) rows", stdout).group(1))
+    result = run_measured(cmd, poll_s=POLL_S)
+    rows = int(re.search(r"cleaned (\d+) rows", result["stdout"]).group(1))
     return {
         "workers": workers,
         "batch_size": batch_size,
         "rows": rows,
-        "seconds_total": round(seconds, 2),
-        "rows_per_s": round(rows / seconds),
-        "peak_rss_mb": round(peak_rss / 1024),
-        "peak_pss_mb": round(peak_pss / 1024),
-        "peak_processes": peak_procs,
+        "seconds_total": result["seconds"],
+        "rows_per_s": round(rows / result["seconds"]),
+        "peak_rss_mb": result["peak_rss_mb"],
+        "peak_pss_mb": result["peak_pss_mb"],
+        "peak_processes": result["peak_processes"],
         "output_mb": round(out.stat().st_size / 1e6, 1),
-        "within_target": peak_rss / 1024 <= TARGET_RSS_MB,
+        "within_target": result["peak_rss_mb"] <= TARGET_RSS_MB,
     }
 
 

@@ -114,13 +114,14 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def process_tree(root: int) -> list[int]:
-    """The pid `root` and every process below it (sandbox zygotes, their forked children)."""
-    todo, seen = [root], []
+def process_tree(root: int) -> dict[int, int]:
+    """The pid `root` and every process below it (sandbox zygotes, their forked children), each with its depth
+    under `root` (0 for `root`)."""
+    todo, seen = [(root, 0)], {}
     while todo:
-        pid = todo.pop()
-        seen.append(pid)
-        todo += _children(pid)
+        pid, depth = todo.pop()
+        seen[pid] = depth
+        todo += [(child, depth + 1) for child in _children(pid)]
     return seen
 
 
@@ -140,7 +141,9 @@ def run_measured(cmd: list[str], poll_s: float = 0.05) -> dict:
 
     Returns seconds, peak RSS (each process's resident memory added up: pages a zygote shares with its
     forked child count twice, the conservative number), peak PSS (shared pages split: what the tree really
-    costs), the most processes at once, and the command's stdout.
+    costs), the most processes at once, each process's own peaks by its place in the tree (`by_process`:
+    the command, then its children and their children, as "parent", "child", "grandchild"), and the
+    command's stdout.
     """
     import subprocess
     import time
@@ -148,10 +151,16 @@ def run_measured(cmd: list[str], poll_s: float = 0.05) -> dict:
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak_rss = peak_pss = peak_procs = 0
+    depth: dict[int, int] = {proc.pid: 0}
+    own: dict[int, list[int]] = {}
     while proc.poll() is None:
         pids = process_tree(proc.pid)
-        rss = sum(proc_kb(f"/proc/{p}/status", "VmRSS:") for p in pids)
-        pss = sum(proc_kb(f"/proc/{p}/smaps_rollup", "Pss:") for p in pids)
+        depth.update(pids)
+        sizes = {p: (proc_kb(f"/proc/{p}/status", "VmRSS:"), proc_kb(f"/proc/{p}/smaps_rollup", "Pss:")) for p in pids}
+        for pid, (rss_kb, pss_kb) in sizes.items():
+            before = own.get(pid, [0, 0])
+            own[pid] = [max(before[0], rss_kb), max(before[1], pss_kb)]
+        rss, pss = sum(r for r, _ in sizes.values()), sum(p for _, p in sizes.values())
         peak_rss, peak_pss, peak_procs = max(peak_rss, rss), max(peak_pss, pss), max(peak_procs, len(pids))
         time.sleep(poll_s)
     stdout, stderr = proc.communicate()
@@ -159,4 +168,8 @@ def run_measured(cmd: list[str], poll_s: float = 0.05) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[:4])} ... failed ({proc.returncode}):\n{stderr[-3000:]}")
     return {"seconds": round(seconds, 2), "peak_rss_mb": round(peak_rss / 1024), "peak_pss_mb": round(peak_pss / 1024),
-            "peak_processes": peak_procs, "stdout": stdout}
+            "peak_processes": peak_procs,
+            "by_process": [{"place": ("parent", "child", "grandchild")[min(depth.get(pid, 2), 2)],
+                            "peak_rss_mb": round(r / 1024), "peak_pss_mb": round(p / 1024)}
+                           for pid, (r, p) in sorted(own.items(), key=lambda kv: (depth.get(kv[0], 2), kv[0])) if r],
+            "stdout": stdout}

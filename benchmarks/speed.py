@@ -329,7 +329,12 @@ def report(results: dict) -> str:
                 f"standalone time vs apply: {f['standalone_time_vs_apply']}x (target <= {TARGETS['standalone_vs_apply']:g}x); "
                 f"peak RSS target <= {TARGETS['peak_rss_mb']} MB; reading and writing alone: "
                 f"{f['read_write_share_of_standalone']:.0%} of the standalone time; standalone output == apply output: "
-                f"{f['standalone_same_as_apply']}; record loop gives the module's values: {f['records_same_as_module']}")
+                f"{f['standalone_same_as_apply']}; record loop gives the module's values: {f['records_same_as_module']}"
+                + (f"\nsmolclean apply's processes, each at its own peak (RSS/PSS MB; the sandbox zygotes are the "
+                   f"children, the workers they fork the grandchildren): "
+                   + ", ".join(f"{p['place']} {p['peak_rss_mb']}/{p['peak_pss_mb']}"
+                               for p in f["runs"]["smolclean_apply"]["by_process"])
+                   if f["runs"]["smolclean_apply"].get("by_process") else ""))
     if "waves" in results:
         w = results["waves"]
         rows = [[c, r["chunks"], r["calls"], r.get("most_calls_at_once"), r["first_call_at_s"], r["last_call_done_at_s"],

@@ -179,3 +179,31 @@ def test_standalone_module_and_apply_give_the_same_output_for_every_input_format
             for column, value in before.items():
                 want = value.strip() if column == "name" else value
                 assert _as_json(after[column]) == _as_json(want), (fmt, i, column, value, after[column])
+
+
+def test_json_reads_and_writes_the_same_values_with_and_without_orjson(monkeypatch):
+    """orjson (when installed) and the standard library give the same values, also where orjson refuses
+    (integers over 64 bits, NaN) and the standard library takes over."""
+    from smolclean_dagster.core import drop_io
+
+    assert drop_io.orjson is not None, "orjson is a pinned dependency"
+    lines = [json.dumps(_typed_record(i), ensure_ascii=False) for i in range(8)]
+    lines += ['{"id": 8, "name": "Zoë Ünal", "score": 0.1, "when": "2024-01-02"}']
+    refused = ['{"id": 9, "big": 123456789012345678901234567890}', '{"id": 10, "score": NaN}']
+    blocks = ["\n".join(part).encode("utf-8") + b"\n" for part in (lines, refused)]
+
+    def read_write() -> list[tuple[pd.DataFrame, bytes]]:
+        return [(frame, drop_io.jsonl_bytes(frame)) for frame in map(drop_io.decode_jsonl, blocks)]
+
+    fast = read_write()
+    monkeypatch.setattr(drop_io, "orjson", None)
+    slow = read_write()
+    for (fast_frame, fast_out), (slow_frame, slow_out) in zip(fast, slow):
+        assert fast_frame.columns.tolist() == slow_frame.columns.tolist()
+        for column in fast_frame.columns:
+            assert [_as_json(v) for v in fast_frame[column]] == [_as_json(v) for v in slow_frame[column]], column
+        # the same values; a number may be spelled differently (1e-7 and 1e-07)
+        assert [json.loads(x) for x in fast_out.splitlines()] == [json.loads(x) for x in slow_out.splitlines()]
+    written = [json.loads(line) for line in fast[1][1].decode("utf-8").splitlines()]
+    assert written[0]["big"] == 123456789012345678901234567890 and written[1]["score"] is None
+    assert json.loads(fast[0][1].decode("utf-8").splitlines()[8]) == json.loads(lines[8])

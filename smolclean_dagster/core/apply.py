@@ -2,10 +2,12 @@
 
 The drop streams in batches (pyarrow's incremental CSV reader, JSONL line by line, Parquet row group by
 row group), each batch is cleaned by one of `workers` dedicated sandbox processes (one per core by
-default), and the results are written in input order as they come back, by the same writer as the
-exported module's `__main__` (`drop_io`), so both give the same output. At most `workers` batches are in
-flight, so memory depends on the batch size and the number of workers, never on the size of the file. A bounded, evenly spread sample of the cleaned rows feeds the residual
-report (what the detectors still find).
+default), and the results are written in input order as they come back. The workers do the parsing and
+the writing too: a JSONL batch goes to a worker as its lines, and every batch comes back as the bytes the
+output file gets, made by the same code as the exported module's `__main__` (`drop_io`), so both give the
+same output and this process only moves bytes. At most `workers` batches are in flight, so memory depends
+on the batch size and the number of workers, never on the size of the file. A bounded, evenly spread
+sample of the cleaned rows feeds the residual report (what the detectors still find).
 """
 
 from __future__ import annotations
@@ -21,12 +23,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .drop_io import BATCH_ROWS, BatchWriter, output_kind
-from .drops import drop_format, iter_batches
-from .errors import SmolcleanError
+from .drops import drop_format, iter_encoded_batches
+from .errors import DropReadError, SmolcleanError
+from .sandbox.errors import InputError
 from .residual import DEFAULT_SAMPLE_ROWS, ResidualReport, RowSampler, residual_report
 
 log = logging.getLogger("smolclean.apply")
@@ -77,6 +78,8 @@ def estimate_rows(path: Path | str) -> int | None:
     path = Path(path)
     fmt = drop_format(path)
     if fmt == "parquet":
+        import pyarrow.parquet as pq
+
         return pq.read_metadata(path).num_rows
     if fmt == "json":
         return None
@@ -122,26 +125,33 @@ def apply_module(
     input_path, output_path = Path(input_path), Path(output_path)
     output_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = output_path.with_name(f".{output_path.name}.{os.getpid()}.tmp")
-    writer = BatchWriter(tmp, output_kind(output_path))
-    sampler = RowSampler(residual_rows)
+    kind = output_kind(output_path)
+    writer = BatchWriter(tmp, kind)
+    try:
+        stride = _sample_stride(estimate_rows(input_path), residual_rows)
+    except Exception:  # noqa: BLE001  (a bad drop is reported by the reader below, naming what is wrong)
+        stride = 1
+    samples: list[bytes] = []
     started = time.perf_counter()
     rows_in = rows_out = batches = 0
 
-    def write(start: int, size: int, future: Future) -> None:
+    def write(start: int, size: int, lines: list[int] | None, future: Future) -> None:
         nonlocal rows_in, rows_out, batches
+        where = f"rows {start + 1}-{start + size} (batch {batches + 1})"
         try:
             cleaned = future.result()
+        except InputError as exc:
+            line = f"line {lines[exc.index]}" if lines and exc.index is not None and exc.index < len(lines) else where
+            raise DropReadError(f"{input_path}: {line} {exc}") from None
         except SmolcleanError as exc:
-            raise SmolcleanError(f"{input_path.name}, rows {start + 1}-{start + size} (batch {batches + 1}): {exc}") from exc
+            raise SmolcleanError(f"{input_path.name}, {where}: {exc}") from exc
         try:
-            writer.write(cleaned)
+            writer.write_encoded(cleaned.data, cleaned.header_bytes, cleaned.columns)
         except ValueError as exc:
             raise SmolcleanError(f"{output_path.name}, rows {start + 1}-{start + size}: {exc}") from exc
-        sampler.add(cleaned)
-        rows_in, rows_out, batches = rows_in + size, rows_out + len(cleaned), batches + 1
-        del cleaned
-        # Arrow's allocator keeps freed blocks for reuse; handing them back keeps the peak near one batch's worth.
-        pa.default_memory_pool().release_unused()
+        if cleaned.sample:
+            samples.append(cleaned.sample)
+        rows_in, rows_out, batches = rows_in + cleaned.rows_in, rows_out + cleaned.rows_out, batches + 1
         log.info("%s: batch %d cleaned (%d rows so far)", input_path.name, batches, rows_in)
         if on_batch:
             on_batch(batches, rows_in)
@@ -149,18 +159,22 @@ def apply_module(
     try:
         with contextlib.ExitStack() as stack:
             runners = [
-                stack.enter_context(sandbox.batch_runner(module_source, entry="clean", module=True, timeout_s=timeout_s))
+                stack.enter_context(sandbox.batch_runner(module_source, entry="clean", module=True, timeout_s=timeout_s,
+                                                         output=kind))
                 for _ in range(workers)
             ]
             pool = stack.enter_context(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="smolclean-apply"))
-            in_flight: deque[tuple[int, int, Future]] = deque()
+            in_flight: deque[tuple[int, int, list[int] | None, Future]] = deque()
             read = 0
-            for n, batch in enumerate(iter_batches(input_path, batch_size)):
+            for n, (sent_as, data, size, lines) in enumerate(iter_encoded_batches(input_path, batch_size)):
                 if len(in_flight) == workers:
                     write(*in_flight.popleft())
                 # Batch n goes to runner n % workers; the batch that runner had before is written by now.
-                in_flight.append((read, len(batch), pool.submit(runners[n % workers].run, batch)))
-                read += len(batch)
+                future = pool.submit(runners[n % workers].run_encoded, data, input=sent_as,
+                                     sample_first=(-read) % stride, sample_stride=stride)
+                in_flight.append((read, size, lines, future))
+                read += size
+                del data
             while in_flight:
                 write(*in_flight.popleft())
         writer.close()
@@ -168,7 +182,25 @@ def apply_module(
     except BaseException:
         writer.abort()
         raise
-    return ApplyResult(
-        input_path, output_path, rows_in, rows_out, batches, round(time.perf_counter() - started, 3), workers,
-        residual_report(sampler.sample()),
-    )
+    seconds = round(time.perf_counter() - started, 3)
+    return ApplyResult(input_path, output_path, rows_in, rows_out, batches, seconds, workers,
+                       residual_report(_sample(samples, residual_rows)))
+
+
+def _sample_stride(rows: int | None, sample_rows: int) -> int:
+    """Every how many rows the workers keep one for the residual sample: a power of two that gives about
+    `sample_rows` rows over the whole file (every row when its size is unknown; `_sample` thins then)."""
+    stride = 1
+    while rows and rows > stride * sample_rows:
+        stride *= 2
+    return stride
+
+
+def _sample(parts: list[bytes], sample_rows: int):
+    """The workers' sample parts as one frame of at most `sample_rows` rows, evenly spread, in file order."""
+    from .sandbox.wire import decode_frame
+
+    sampler = RowSampler(sample_rows)
+    for part in parts:
+        sampler.add(decode_frame(part))
+    return sampler.sample()

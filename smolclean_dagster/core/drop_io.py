@@ -16,9 +16,16 @@ text (JSON text for lists and objects, `true`/`false` for booleans, "" for null)
 Memory is bounded by the batch: CSV/TSV through pyarrow's incremental reader, JSONL line by line,
 Parquet row group by row group. A JSON array is one value, so it is read whole (keep JSON drops under
 a few hundred MB, or export them as JSONL).
+
+A batch travels as bytes on both sides of the cleaning: `decode_jsonl` turns a block of JSONL lines into a
+frame and `encode_batch` turns a cleaned frame into the bytes the output file gets, so `smolclean apply`'s
+workers parse and write their own batches and the parent only moves bytes. With orjson installed, JSON is
+parsed and written by it (several times faster); without it, by the standard library. Both read the same
+values; written numbers may differ in spelling only (`1e16` and `1e+16`).
 """
 
 import csv
+import io
 import json
 import math
 import os
@@ -27,6 +34,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
+
+try:
+    import orjson
+except ImportError:  # optional: the standard library reads and writes the same values, slower
+    orjson = None
 
 #: Rows per batch by default, for `smolclean apply` and the module's `__main__` alike.
 BATCH_ROWS = 20_000
@@ -52,9 +64,19 @@ def json_frame(records):
 
 
 def parse_json_lines(lines):
-    """The JSON values of a list of JSONL lines (blank lines left out before), parsed as one array: one call of
-    the parser instead of one per line. A line that is not one JSON value is parsed alone, so its error
-    (json.JSONDecodeError) is the one a line-by-line parse raises."""
+    """The JSON values of a list of JSONL lines (str or UTF-8 bytes; blank lines left out before), parsed as one
+    array: one call of the parser instead of one per line. A line that is not one JSON value is parsed alone,
+    so its error (json.JSONDecodeError) is the one a line-by-line parse raises."""
+    as_bytes = bool(lines) and isinstance(lines[0], bytes)
+    if orjson is not None:
+        try:
+            values = orjson.loads((b"[" + b",".join(lines) + b"]") if as_bytes else ("[" + ",".join(lines) + "]"))
+            if len(values) == len(lines):
+                return values
+        except orjson.JSONDecodeError:
+            pass  # NaN, integers over 64 bits and other things only the standard parser takes
+    if as_bytes:
+        lines = [line.decode("utf-8") for line in lines]
     try:
         values = json.loads("[" + ",".join(lines) + "]")
         if len(values) == len(lines):
@@ -62,6 +84,53 @@ def parse_json_lines(lines):
     except ValueError:
         pass
     return [json.loads(line) for line in lines]
+
+
+class JsonlError(ValueError):
+    """A line of a JSONL block that is not a JSON object: `index` is its place among the block's lines."""
+
+    def __init__(self, index, message):
+        super().__init__(message)
+        self.index = index
+
+
+def jsonl_block_lines(data):
+    """The non-blank lines of a block of JSONL bytes."""
+    return [line for line in data.split(b"\n") if line.strip()]
+
+
+def decode_jsonl(data):
+    """A block of JSONL bytes (whole lines) as a frame (see `json_frame`); JsonlError names the bad line."""
+    lines = jsonl_block_lines(data)
+    try:
+        records = parse_json_lines(lines)
+    except UnicodeDecodeError as exc:
+        bad = next(i for i, line in enumerate(lines) if not _is_utf8(line))
+        raise JsonlError(bad, f"is not valid UTF-8 ({exc.reason}); re-encode the file as UTF-8") from None
+    except json.JSONDecodeError:
+        for i, line in enumerate(lines):  # which line: parse them one by one
+            try:
+                json.loads(line.decode("utf-8"))
+            except json.JSONDecodeError as exc:
+                raise JsonlError(i, f"is not valid JSON: {exc.msg} (column {exc.colno})") from None
+        raise
+    for i, record in enumerate(records):
+        if not isinstance(record, dict):
+            raise JsonlError(i, f"is a JSON {_json_kind(record)}, expected an object {{...}}")
+    return json_frame(records)
+
+
+def _is_utf8(data):
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _json_kind(value):
+    kinds = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return kinds.get(type(value), "null")
 
 
 def arrow_frame(table):
@@ -88,16 +157,8 @@ def read_batches(path, batch_rows=BATCH_ROWS):
     if fmt in ("csv", "tsv"):
         yield from _delimited_batches(path, "\t" if fmt == "tsv" else ",", batch_rows)
     elif fmt == "jsonl":
-        with open(path, encoding="utf-8-sig") as fh:
-            lines = []
-            for line in fh:
-                if line.strip():
-                    lines.append(line)
-                    if len(lines) == batch_rows:
-                        yield json_frame(parse_json_lines(lines))
-                        lines = []
-            if lines:
-                yield json_frame(parse_json_lines(lines))
+        for block, _ in jsonl_blocks(path, batch_rows):
+            yield decode_jsonl(block)
     elif fmt == "json":
         with open(path, encoding="utf-8-sig") as fh:
             records = json.load(fh)
@@ -109,6 +170,24 @@ def read_batches(path, batch_rows=BATCH_ROWS):
             yield arrow_frame(batch)
     else:
         raise ValueError(f"{path}: cannot read this file type; use {', '.join(sorted(INPUT_SUFFIXES))}")
+
+
+def jsonl_blocks(path, batch_rows=BATCH_ROWS):
+    """The non-blank lines of a JSONL file in blocks of `batch_rows` lines, as (bytes, their line numbers);
+    a leading byte-order mark is dropped."""
+    with open(path, "rb") as fh:
+        lines, numbers = [], []
+        for number, line in enumerate(fh, 1):
+            if number == 1 and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]
+            if line.strip():
+                lines.append(line if line.endswith(b"\n") else line + b"\n")
+                numbers.append(number)
+                if len(lines) == batch_rows:
+                    yield b"".join(lines), numbers
+                    lines, numbers = [], []
+        if lines:
+            yield b"".join(lines), numbers
 
 
 def _delimited_batches(path, sep, batch_rows):
@@ -193,13 +272,41 @@ def text_frame(df):
     return frame
 
 
-def jsonl_lines(df):
-    """The frame as JSONL text: one JSON object per row, values as JSON values."""
+def jsonl_bytes(df):
+    """The frame as JSONL (UTF-8 bytes): one JSON object per row, values as JSON values."""
     names = [str(c) for c in df.columns]
     columns = [[c if isinstance(c, str) else plain_value(c) for c in _cells(df.iloc[:, i])]
                for i in range(len(names))]
+    if orjson is not None:
+        dumps, option = orjson.dumps, orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
+        try:
+            return b"".join([dumps(dict(zip(names, row)), default=_json_default, option=option) for row in zip(*columns)])
+        except TypeError:
+            pass  # integers over 64 bits and other things only the standard encoder writes
     dumps = json.JSONEncoder(ensure_ascii=False, default=_json_default, separators=(",", ":")).encode
-    return "".join(dumps(dict(zip(names, row))) + "\n" for row in zip(*columns))
+    return "".join([dumps(dict(zip(names, row))) + "\n" for row in zip(*columns)]).encode("utf-8")
+
+
+def encode_batch(df, kind):
+    """A cleaned batch as the bytes its output file gets, as (data, header bytes, column names).
+
+    CSV/TSV: the header line, then the rows (text, see `cell_text`); the header's length is given so a
+    writer appending later batches can leave it out. JSONL: the rows. Parquet: an Arrow IPC stream of the
+    batch's table (see `_arrow_table`).
+    """
+    names = [str(c) for c in df.columns]
+    if kind == "jsonl":
+        return jsonl_bytes(df), 0, names
+    if kind == "parquet":
+        sink = pa.BufferOutputStream()
+        table = _arrow_table(df)
+        with pa.ipc.new_stream(sink, table.schema) as stream:
+            stream.write_table(table)
+        return sink.getvalue().to_pybytes(), 0, names
+    sep = "\t" if kind == "tsv" else ","
+    text = text_frame(df)
+    header = text.iloc[:0].to_csv(sep=sep, index=False)
+    return (header + text.to_csv(sep=sep, header=False, index=False)).encode("utf-8"), len(header.encode("utf-8")), names
 
 
 def output_kind(path):
@@ -223,40 +330,57 @@ class BatchWriter:
         self._parquet = None
 
     def write(self, df):
-        first = self._fh is None and self._parquet is None
-        df = self._aligned(df)
+        """Append a cleaned frame."""
+        self.write_encoded(*encode_batch(df, self.kind))
+
+    def write_encoded(self, data, header_bytes, columns):
+        """Append a batch as `encode_batch` made it for this writer's kind (possibly in another process)."""
         if self.kind == "parquet":
-            self._write_parquet(df)
+            with pa.ipc.open_stream(data) as stream:
+                self._write_table(stream.read_all())
             return
         if self._fh is None:
-            self._fh = open(self.path, "w", encoding="utf-8", newline="")
+            self._fh = open(self.path, "wb")
         if self.kind == "jsonl":
-            self._fh.write(jsonl_lines(df))
-        else:
-            text_frame(df).to_csv(self._fh, sep="\t" if self.kind == "tsv" else ",", header=first, index=False)
-
-    def _aligned(self, df):
-        if self.kind == "jsonl":
-            return df  # every record carries its own fields
-        names = [str(c) for c in df.columns]
+            self._fh.write(data)  # every record carries its own fields
+            return
         if self.columns is None:
-            self.columns = names
-            return df
-        if names == self.columns:
-            return df
+            self.columns = list(columns)
+            self._fh.write(data)
+            return
+        body = memoryview(data)[header_bytes:]
+        if list(columns) != self.columns:
+            body = self._realigned(bytes(body).decode("utf-8"), list(columns))
+        self._fh.write(body)
+
+    def _check_new(self, names):
         new = [c for c in names if c not in self.columns]
         if new:
             raise ValueError(f"a later batch has column(s) {new} that the first batch did not have; "
                              "write JSONL, or give every record the same fields")
-        df = df.copy(deep=False)
-        df.columns = names
-        return df.reindex(columns=self.columns)
 
-    def _write_parquet(self, df):
-        table = _arrow_table(df)
+    def _realigned(self, text, names):
+        """CSV rows of a batch whose columns are a subset or another order of the first batch's, in the first
+        batch's order (missing ones empty)."""
+        self._check_new(names)
+        sep = "\t" if self.kind == "tsv" else ","
+        out = io.StringIO()
+        writer = csv.writer(out, delimiter=sep, lineterminator="\n")
+        for row in csv.reader(io.StringIO(text, newline=""), delimiter=sep):
+            cells = dict(zip(names, row))
+            writer.writerow([cells.get(c, "") for c in self.columns])
+        return out.getvalue().encode("utf-8")
+
+    def _write_table(self, table):
+        if self._parquet is not None and table.column_names != self._parquet.schema.names:
+            self._check_new(table.column_names)
+            table = pa.table({name: table.column(name) if name in table.column_names
+                              else pa.nulls(table.num_rows, self._parquet.schema.field(name).type)
+                              for name in self._parquet.schema.names})
         if self._parquet is None:
             schema = pa.schema([f.with_type(pa.string()) if pa.types.is_null(f.type) else f for f in table.schema])
             self._parquet = pq.ParquetWriter(self.path, schema.remove_metadata())
+            self.columns = self._parquet.schema.names
         try:
             table = table.cast(self._parquet.schema)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:

@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from .delimited import delimited_frames, delimited_header, describe_problem
-from .drop_io import arrow_frame, json_frame, parse_json_lines
+from .drop_io import _json_kind, arrow_frame, json_frame, jsonl_blocks, parse_json_lines
 from .errors import DropReadError
 
 #: Extensions we can read, mapped to the reader's name. Add a format by adding a reader below.
@@ -208,11 +208,6 @@ def _records_frame(path: Path, records: list[object], lines: list[int] | None = 
     return json_frame(records)
 
 
-def _json_kind(value: object) -> str:
-    kinds = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
-    return kinds.get(type(value), "null")
-
-
 def _read_jsonl(path: Path) -> pd.DataFrame:
     records, lines = [], []
     for batch_records, batch_lines in _jsonl_records(path, None):
@@ -364,6 +359,34 @@ def iter_batches(path: Path | str, batch_size: int) -> Iterator[pd.DataFrame]:
         batches = _delimited_batches(path, "\t" if fmt == "tsv" else ",", batch_size)
     with _read_errors(path, fmt):
         yield from batches
+    _check_unchanged(path, before)
+
+
+def iter_encoded_batches(path: Path | str, batch_size: int) -> Iterator[tuple[str, bytes, int, list[int] | None]]:
+    """A drop in batches of bytes for a sandbox worker to parse, as (kind, bytes, rows, line numbers).
+
+    JSONL goes as its own lines ("jsonl", with each row's line number, so a worker's parse error can name
+    the line): this process only splits lines, and the workers parse side by side. Other formats are read
+    here as `iter_batches` reads them and go as Arrow streams ("arrow", no line numbers). Raises
+    DropReadError like `iter_batches`.
+    """
+    path = Path(path)
+    fmt = drop_format(path)
+    if fmt != "jsonl":
+        from .sandbox.wire import encode_frame
+
+        for frame in iter_batches(path, batch_size):
+            yield "arrow", encode_frame(frame), len(frame), None
+        return
+    before = _file_version(path)
+    _check_text(path, fmt)
+    rows = 0
+    with _read_errors(path, fmt):
+        for block, lines in jsonl_blocks(path, batch_size):
+            rows += len(lines)
+            yield "jsonl", block, len(lines), lines
+    if not rows:
+        raise DropReadError(f"{path}: holds no records; nothing to read")
     _check_unchanged(path, before)
 
 

@@ -8,18 +8,32 @@ so state the code keeps between calls cannot grow without bound.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
+from dataclasses import dataclass
 from typing import Callable
 
 import pandas as pd
 
-from .errors import SandboxError
+from .errors import InputError, SandboxError
 from .gate import Program
 from .level import SandboxLevel
 from .process import WorkerProcess, encode_input, frame_or_raise, program_header
 
 logger = logging.getLogger("smolclean.sandbox")
+
+
+@dataclass(frozen=True)
+class EncodedBatch:
+    """A batch cleaned by `BatchRunner.run_encoded`: the output file's bytes and what the worker says of them."""
+
+    data: bytes  # as `drop_io.encode_batch` writes it
+    header_bytes: int  # CSV/TSV: the header line's length at the start of `data`
+    columns: list[str]
+    rows_in: int
+    rows_out: int
+    sample: bytes  # an Arrow stream of the rows asked for (`wire.decode_frame`), or b""
 
 
 class BatchRunner:
@@ -31,10 +45,11 @@ class BatchRunner:
     """
 
     def __init__(self, program: Program, *, timeout_s: float, recycle_after: int, worker: WorkerProcess,
-                 check_level: Callable[[SandboxLevel], None]) -> None:
+                 check_level: Callable[[SandboxLevel], None], output: str | None = None) -> None:
         if recycle_after < 1:
             raise SandboxError(f"recycle_after must be at least 1, got {recycle_after}")
         self.program = program
+        self.output = output
         self.timeout_s = timeout_s
         self.recycle_after = recycle_after
         self._worker = worker
@@ -48,7 +63,39 @@ class BatchRunner:
 
     def run(self, df: pd.DataFrame) -> pd.DataFrame:
         """Apply the program's entry to `df` and return its result; raises the same errors as Sandbox.run."""
-        payload = encode_input(df)
+        if self.output is not None:
+            raise SandboxError("this batch runner takes encoded batches (run_encoded), not frames")
+        return frame_or_raise(*self._call(encode_input(df)))
+
+    def run_encoded(self, data: bytes, *, input: str, sample_first: int = 0, sample_stride: int = 0) -> EncodedBatch:  # noqa: A002
+        """Clean one batch given as the input file's bytes: `input` "jsonl" (whole lines) or "arrow" (an Arrow
+        stream from `wire.encode_frame`). The worker parses it, runs the entry and writes the result as this
+        runner's `output` kind; the rows at `sample_first::sample_stride` come back as a sample (none for 0).
+
+        Raises the errors of `run`, and InputError (with `.index`, the bad line's place) for input it cannot parse.
+        """
+        if self.output is None:
+            raise SandboxError("this batch runner was opened without an output kind; use run")
+        meta = json.dumps({"input": input, "sample_first": sample_first,
+                           "sample_stride": sample_stride or (1 << 62)}).encode()
+        head, reply = self._call(len(meta).to_bytes(4, "big") + meta + data)
+        if head.get("ok") is not True:
+            if head.get("kind") == "input":
+                raise InputError(str(head.get("message", ""))[:2000], index=head.get("index"))
+            frame_or_raise(head, reply)  # raises what the header describes
+        try:
+            size = int(head["out_bytes"])
+            batch = EncodedBatch(data=reply[:size], header_bytes=int(head["header_bytes"]),
+                                 columns=[str(c) for c in head["columns"]], rows_in=int(head["rows_in"]),
+                                 rows_out=int(head["rows_out"]), sample=reply[size:])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SandboxError(f"the sandbox worker gave a malformed batch reply ({exc})") from None
+        lines = batch.data.count(b"\n") if self.output == "jsonl" else batch.rows_out
+        if lines != batch.rows_out:
+            raise SandboxError(f"the sandbox worker wrote {lines} JSONL lines for {batch.rows_out} rows")
+        return batch
+
+    def _call(self, payload: bytes) -> tuple[dict, bytes]:
         with self._lock:
             if self._closed:
                 raise SandboxError("this batch runner is closed; open a new one with Sandbox.batch_runner")
@@ -61,7 +108,7 @@ class BatchRunner:
                 raise
             self._calls_in_session += 1
             self.calls += 1
-        return frame_or_raise(head, data)
+        return head, data
 
     def _open_session(self) -> None:
         if self._session_open:
@@ -70,6 +117,8 @@ class BatchRunner:
         self._check_level(self._worker.ready())
         header = program_header("open", self.program.source, self.program.entry,
                                 cpu_s=self.timeout_s * self.recycle_after, screened=True)
+        if self.output is not None:
+            header["io"] = {"output": self.output}
         head, _ = self._worker.command(header, b"", timeout_s=self.timeout_s)
         if head.get("ok") is not True:
             frame_or_raise(head, b"")  # raises the error that stopped the code from loading

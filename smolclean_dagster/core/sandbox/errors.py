@@ -52,3 +52,12 @@ class FunctionFailed(SandboxError):
         self.exc_type = exc_type
         self.exc_message = exc_message
         self.line = line
+
+
+class InputError(SandboxError):
+    """A batch sent as the input file's bytes could not be parsed; `index` is the bad line's place in the batch
+    (None when no one line is to blame)."""
+
+    def __init__(self, message: str, *, index: int | None = None):
+        super().__init__(message)
+        self.index = index if isinstance(index, int) else None

@@ -16,6 +16,9 @@ status, the child's JSON header as sent, the child's Arrow data):
   open  {same without data}: fork a child that execs the code once and then serves `call`s
   call  data: one call in the open child
   close: end the open child
+An `open` with `io: {output: KIND}` starts a child for `smolclean apply`: each `call` then carries one batch
+as the input file's bytes (a length-prefixed JSON meta, then JSONL lines or an Arrow stream), and the reply's
+data is the batch as the output file's bytes followed by an Arrow sample of its rows (see `_call_io`).
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ import traceback
 
 
 def _load_sibling(name: str):
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"smolclean_sandbox_{name}", path)
+    path = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py"))
+    spec = importlib.util.spec_from_file_location(f"smolclean_sandbox_{os.path.basename(name)}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -44,6 +47,7 @@ def _load_sibling(name: str):
 
 wire = _load_sibling("wire")
 lockdown = _load_sibling("lockdown")
+drop_io = _load_sibling("../drop_io")  # a batch of `smolclean apply` is parsed and written in the child
 
 import collections, datetime, decimal, functools, html, itertools, math, re  # noqa: E401,E402,F401
 import statistics, string, typing, unicodedata, zoneinfo  # noqa: E401,E402,F401
@@ -296,7 +300,10 @@ def _child(command: dict, zygote: Zygote, *, in_fd: int | None, out_fd: int, pay
                 payload = wire.read_frame(in_fd, wire.MAX_FRAME)
             except wire.PeerClosed:
                 return
-            _reply(out_fd, *_call(function, payload, zygote.max_output))
+            if command.get("io"):
+                _reply(out_fd, *_call_io(function, payload, command["io"]["output"], zygote.max_output))
+            else:
+                _reply(out_fd, *_call(function, payload, zygote.max_output))
     except BaseException:  # noqa: BLE001  (a child must never fall back into the zygote's loop)
         code = 70
     finally:
@@ -367,6 +374,50 @@ def _call(function, payload: bytes, max_output: int) -> tuple[dict, bytes]:
         message = f"the result is {len(data) >> 20} MiB, over the {max_output >> 20} MiB output cap"
         return {"ok": False, "kind": "output", "message": message}, b""
     return {"ok": True, "seconds": seconds}, data
+
+
+def _call_io(function, payload: bytes, output: str, max_output: int) -> tuple[dict, bytes]:
+    """One batch of `smolclean apply`: decode the input's bytes, clean, and encode the output file's bytes.
+
+    The reply header gives the rows in and out, the output's columns, its header's length (CSV) and its
+    size; the data is the output bytes, then the rows at `sample_first::sample_stride` as an Arrow stream
+    (for the residual report).
+    """
+    try:
+        size = int.from_bytes(payload[:4], "big")
+        meta = wire.parse_json(payload[4:4 + size])
+        data = memoryview(payload)[4 + size:]
+        frame = drop_io.decode_jsonl(bytes(data)) if meta["input"] == "jsonl" else wire.decode_frame(bytes(data))
+    except drop_io.JsonlError as exc:
+        return {"ok": False, "kind": "input", "index": exc.index, "message": str(exc)}, b""
+    except Exception as exc:  # noqa: BLE001
+        return {"ok": False, "kind": "input", "message": f"{type(exc).__name__}: {_text_of(exc)}"[:2000]}, b""
+    del payload, data
+    started = time.process_time()
+    try:
+        result = function(frame)
+    except BaseException as exc:  # noqa: BLE001
+        return _describe_failure(exc), b""
+    seconds = time.process_time() - started
+    if not isinstance(result, pd.DataFrame):
+        message = f"the function returned {type(result).__name__}, not a pandas DataFrame; return the whole frame"
+        return {"ok": False, "kind": "not_a_frame", "message": message}, b""
+    try:
+        out, header_bytes, columns = drop_io.encode_batch(result, output)
+        sample = result.iloc[int(meta["sample_first"])::int(meta["sample_stride"])]
+        data = out + (wire.encode_frame(sample.reset_index(drop=True)) if len(sample) else b"")
+    except MemoryError as exc:
+        return {"ok": False, "kind": "memory", "message": f"out of memory writing the result: {exc}"}, b""
+    except Exception as exc:  # noqa: BLE001
+        message = (f"the returned DataFrame cannot be written as {output}: {_text_of(exc)}; give every column "
+                   f"a unique name and values of one type")
+        return {"ok": False, "kind": "unconvertible", "type": type(exc).__name__, "message": message}, b""
+    if len(data) > max_output:
+        message = f"the result is {len(data) >> 20} MiB, over the {max_output >> 20} MiB output cap"
+        return {"ok": False, "kind": "output", "message": message}, b""
+    head = {"ok": True, "seconds": seconds, "rows_in": len(frame), "rows_out": len(result), "columns": columns,
+            "header_bytes": header_bytes, "out_bytes": len(out)}
+    return head, data
 
 
 def _describe_failure(exc: BaseException) -> dict:
