@@ -206,4 +206,5 @@ def test_json_reads_and_writes_the_same_values_with_and_without_orjson(monkeypat
         assert [json.loads(x) for x in fast_out.splitlines()] == [json.loads(x) for x in slow_out.splitlines()]
     written = [json.loads(line) for line in fast[1][1].decode("utf-8").splitlines()]
     assert written[0]["big"] == 123456789012345678901234567890 and written[1]["score"] is None
-    assert json.loads(fast[0][1].decode("utf-8").splitlines()[8]) == json.loads(lines[8])
+    last = json.loads(fast[0][1].decode("utf-8").splitlines()[8])
+    assert {k: last[k] for k in json.loads(lines[8])} == json.loads(lines[8])  # other records' keys: null
