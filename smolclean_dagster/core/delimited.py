@@ -62,6 +62,13 @@ def delimited_frames(path: Path, sep: str, names: list[str]) -> Iterator[pd.Data
 
     Raises DropReadError naming the line for a ragged row, an unclosed quote or bytes that are not UTF-8.
     """
+    for table in delimited_tables(path, sep, names):
+        yield table.to_pandas().astype(object)
+
+
+def delimited_tables(path: Path, sep: str, names: list[str]):
+    """The rows of a CSV/TSV file as Arrow tables of text columns named `names`, in order (see
+    `delimited_frames`, which turns them into frames)."""
     import pyarrow as pa
 
     unclosed = unclosed_quote_line(path, sep)
@@ -74,13 +81,13 @@ def delimited_frames(path: Path, sep: str, names: list[str]) -> Iterator[pd.Data
     while True:
         skip = done  # rows already given out by an attempt with smaller blocks
         try:
-            for frame in _arrow_frames(path, sep, names, block):
+            for table in _arrow_tables(path, sep, names, block):
                 if skip:
-                    cut = min(skip, len(frame))
-                    frame, skip = frame.iloc[cut:].reset_index(drop=True), skip - cut
-                if len(frame):
-                    done += len(frame)
-                    yield frame
+                    cut = min(skip, table.num_rows)
+                    table, skip = table.slice(cut), skip - cut
+                if table.num_rows:
+                    done += table.num_rows
+                    yield table
             return
         except pa.ArrowInvalid as exc:
             if "straddl" in str(exc) and block < MAX_BLOCK_BYTES:
@@ -90,7 +97,7 @@ def delimited_frames(path: Path, sep: str, names: list[str]) -> Iterator[pd.Data
             raise DropReadError(f"{path}: {describe_problem(path, sep) or f'cannot parse as {fmt}: {exc}'}") from exc
 
 
-def _arrow_frames(path: Path, sep: str, names: list[str], block: int) -> Iterator[pd.DataFrame]:
+def _arrow_tables(path: Path, sep: str, names: list[str], block: int):
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -111,9 +118,7 @@ def _arrow_frames(path: Path, sep: str, names: list[str], block: int) -> Iterato
         convert_options=convert,
     )
     for batch in reader:
-        frame = batch.to_pandas().astype(object)
-        frame.columns = names
-        yield frame
+        yield pa.Table.from_batches([batch]).rename_columns(names)
 
 
 def unclosed_quote_line(path: Path, sep: str) -> int | None:

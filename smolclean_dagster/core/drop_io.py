@@ -69,8 +69,12 @@ def parse_json_lines(lines):
     so its error (json.JSONDecodeError) is the one a line-by-line parse raises."""
     as_bytes = bool(lines) and isinstance(lines[0], bytes)
     if orjson is not None:
+        joiner, start, end = (b",", b"[", b"]") if as_bytes else (",", "[", "]")
+        values = []
         try:
-            values = orjson.loads((b"[" + b",".join(lines) + b"]") if as_bytes else ("[" + ",".join(lines) + "]"))
+            # orjson holds a parse of its whole input besides the values: a thousand lines at a time keeps that small
+            for first in range(0, len(lines), 1000):
+                values += orjson.loads(start + joiner.join(lines[first:first + 1000]) + end)
             if len(values) == len(lines):
                 return values
         except orjson.JSONDecodeError:
@@ -279,8 +283,11 @@ def jsonl_bytes(df):
                for i in range(len(names))]
     if orjson is not None:
         dumps, option = orjson.dumps, orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
+        out = bytearray()  # each row's bytes are let go at once: orjson gives every one a roomy buffer
         try:
-            return b"".join([dumps(dict(zip(names, row)), default=_json_default, option=option) for row in zip(*columns)])
+            for row in zip(*columns):
+                out += dumps(dict(zip(names, row)), default=_json_default, option=option)
+            return bytes(out)
         except TypeError:
             pass  # integers over 64 bits and other things only the standard encoder writes
     dumps = json.JSONEncoder(ensure_ascii=False, default=_json_default, separators=(",", ":")).encode

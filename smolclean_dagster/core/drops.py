@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .delimited import delimited_frames, delimited_header, describe_problem
+from .delimited import delimited_frames, delimited_header, delimited_tables, describe_problem
 from .drop_io import _json_kind, arrow_frame, json_frame, jsonl_blocks, parse_json_lines
 from .errors import DropReadError
 
@@ -365,29 +365,81 @@ def iter_batches(path: Path | str, batch_size: int) -> Iterator[pd.DataFrame]:
 def iter_encoded_batches(path: Path | str, batch_size: int) -> Iterator[tuple[str, bytes, int, list[int] | None]]:
     """A drop in batches of bytes for a sandbox worker to parse, as (kind, bytes, rows, line numbers).
 
-    JSONL goes as its own lines ("jsonl", with each row's line number, so a worker's parse error can name
-    the line): this process only splits lines, and the workers parse side by side. Other formats are read
-    here as `iter_batches` reads them and go as Arrow streams ("arrow", no line numbers). Raises
+    This process only splits the file; the workers turn the bytes into frames side by side, with the same
+    code as the exported module (`drop_io`). JSONL goes as its own lines ("jsonl", with each row's line
+    number, so a worker's parse error can name the line); CSV, TSV and Parquet as Arrow streams of the
+    tables pyarrow reads ("table"); a JSON array, read whole, as frames (`wire`, "frame"). Raises
     DropReadError like `iter_batches`.
     """
     path = Path(path)
     fmt = drop_format(path)
-    if fmt != "jsonl":
+    if fmt == "json":
         from .sandbox.wire import encode_frame
 
         for frame in iter_batches(path, batch_size):
-            yield "arrow", encode_frame(frame), len(frame), None
+            yield "frame", encode_frame(frame), len(frame), None
         return
     before = _file_version(path)
-    _check_text(path, fmt)
-    rows = 0
-    with _read_errors(path, fmt):
-        for block, lines in jsonl_blocks(path, batch_size):
-            rows += len(lines)
-            yield "jsonl", block, len(lines), lines
-    if not rows:
-        raise DropReadError(f"{path}: holds no records; nothing to read")
+    if fmt == "jsonl":
+        _check_text(path, fmt)
+        rows = 0
+        with _read_errors(path, fmt):
+            for block, lines in jsonl_blocks(path, batch_size):
+                rows += len(lines)
+                yield "jsonl", block, len(lines), lines
+        if not rows:
+            raise DropReadError(f"{path}: holds no records; nothing to read")
+    else:
+        with _read_errors(path, fmt):
+            tables = _arrow_tables(path, fmt, batch_size)
+            # CSV blocks are cut into batches as the module cuts them; Parquet batches are the module's already
+            for table in tables if fmt == "parquet" else _rebatched(tables, batch_size):
+                yield "table", _ipc(table), table.num_rows, None
     _check_unchanged(path, before)
+
+
+def _arrow_tables(path: Path, fmt: str, batch_size: int):
+    if fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        parquet = pq.ParquetFile(path)
+        _check_parquet_schema(path, parquet.schema_arrow)
+        for batch in parquet.iter_batches(batch_size=batch_size):
+            yield pa.Table.from_batches([batch])
+        return
+    sep = "\t" if fmt == "tsv" else ","
+    names = _delimited_names(path, sep)
+    try:
+        yield from delimited_tables(path, sep, names)
+    except UnicodeDecodeError as exc:
+        raise DropReadError(f"{path}: {describe_problem(path, sep) or exc}") from exc
+
+
+def _rebatched(tables, batch_size: int):
+    """Arrow tables cut and joined into tables of `batch_size` rows (the last one shorter)."""
+    import pyarrow as pa
+
+    pending, rows = [], 0
+    for table in tables:
+        pending.append(table)
+        rows += table.num_rows
+        while rows >= batch_size:
+            joined = pa.concat_tables(pending)
+            yield joined.slice(0, batch_size)
+            rest = joined.slice(batch_size)
+            pending, rows = [rest], rest.num_rows
+    if rows:
+        yield pa.concat_tables(pending)
+
+
+def _ipc(table) -> bytes:
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as stream:
+        stream.write_table(table)
+    return sink.getvalue().to_pybytes()
 
 
 def _jsonl_batches(path: Path, batch_size: int) -> Iterator[pd.DataFrame]:

@@ -54,6 +54,7 @@ import statistics, string, typing, unicodedata, zoneinfo  # noqa: E401,E402,F401
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+import pyarrow as pa  # noqa: E402
 
 FILENAME = "<smolclean_generated>"
 MODULE_NAME = "smolclean_generated"
@@ -387,7 +388,7 @@ def _call_io(function, payload: bytes, output: str, max_output: int) -> tuple[di
         size = int.from_bytes(payload[:4], "big")
         meta = wire.parse_json(payload[4:4 + size])
         data = memoryview(payload)[4 + size:]
-        frame = drop_io.decode_jsonl(bytes(data)) if meta["input"] == "jsonl" else wire.decode_frame(bytes(data))
+        frame = _decode_input(meta["input"], bytes(data))
     except drop_io.JsonlError as exc:
         return {"ok": False, "kind": "input", "index": exc.index, "message": str(exc)}, b""
     except Exception as exc:  # noqa: BLE001
@@ -418,6 +419,19 @@ def _call_io(function, payload: bytes, output: str, max_output: int) -> tuple[di
     head = {"ok": True, "seconds": seconds, "rows_in": len(frame), "rows_out": len(result), "columns": columns,
             "header_bytes": header_bytes, "out_bytes": len(out)}
     return head, data
+
+
+def _decode_input(kind: str, data: bytes) -> pd.DataFrame:
+    """A batch as `smolclean apply` sends it: JSONL lines, an Arrow stream of a table read from the drop
+    (CSV, TSV, Parquet) or a frame (`wire`), turned into the frame the exported module's reader makes."""
+    if kind == "jsonl":
+        return drop_io.decode_jsonl(data)
+    if kind == "table":
+        with pa.ipc.open_stream(data) as stream:
+            return drop_io.arrow_frame(stream.read_all())
+    if kind == "frame":
+        return wire.decode_frame(data)
+    raise ValueError(f"unknown input kind {kind!r}")
 
 
 def _describe_failure(exc: BaseException) -> dict:
