@@ -222,6 +222,30 @@ def test_the_apply_command_does_not_load_dagster(people_csv, tmp_path):
     assert len(pd.read_parquet(out)) == ROWS
 
 
+@pytest.mark.parametrize("source", ["people_csv", "people_jsonl"])
+def test_the_apply_process_only_moves_bytes_and_never_loads_pandas_while_cleaning(source, request, tmp_path):
+    """The workers parse and write the batches; the process that splits the drop stays small (pandas alone
+    is about 100 MB), and loads pandas only for the residual report once the workers are gone."""
+    module = tmp_path / "clean_people.py"
+    module.write_text(MODULE, encoding="utf-8")
+    src, out = request.getfixturevalue(source), tmp_path / "out.jsonl"
+    script = (
+        "import sys\n"
+        "from smolclean_dagster.core.apply import apply_module\n"
+        "from smolclean_dagster.sandbox import Sandbox\n"
+        "loaded = []\n"
+        "sandbox = Sandbox()\n"
+        f"result = apply_module(open({str(module)!r}).read(), {str(src)!r}, {str(out)!r}, sandbox=sandbox,\n"
+        "                      batch_size=25, workers=2, on_batch=lambda b, r: loaded.append('pandas' in sys.modules))\n"
+        "sandbox.close()\n"
+        "print(len(loaded), any(loaded), result.rows_out, result.residual.rows_sampled)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["5", "False", str(ROWS), str(ROWS)]
+    assert [json.loads(line)["city"] for line in out.read_text(encoding="utf-8").splitlines()][:3] == ["Oslo", "Bergen", "Oslo"]
+
+
 def test_workers_follow_the_cores_by_default(people_csv, sandbox, tmp_path):
     result = apply_module(MODULE, people_csv, tmp_path / "out.parquet", sandbox=sandbox, batch_size=40)
     assert result.workers == len(os.sched_getaffinity(0))

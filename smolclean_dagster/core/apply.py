@@ -22,13 +22,19 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 
 from .drop_io import BATCH_ROWS, BatchWriter, output_kind
 from .drops import drop_format, iter_encoded_batches
 from .errors import DropReadError, SmolcleanError
 from .sandbox.errors import InputError
-from .residual import DEFAULT_SAMPLE_ROWS, ResidualReport, RowSampler, residual_report
+
+if TYPE_CHECKING:  # the residual report loads pandas: imported when the cleaning is done and the workers gone
+    from .residual import ResidualReport
+
+#: Cleaned rows the residual report looks at, at most (evenly spread over the file).
+RESIDUAL_ROWS = 5000
 
 log = logging.getLogger("smolclean.apply")
 
@@ -104,7 +110,7 @@ def apply_module(
     batch_size: int = BATCH_ROWS,
     workers: int | None = None,
     timeout_s: float = 120.0,
-    residual_rows: int = DEFAULT_SAMPLE_ROWS,
+    residual_rows: int = RESIDUAL_ROWS,
     on_batch: Callable[[int, int], None] | None = None,
 ) -> ApplyResult:
     """Clean `input_path` with the module's `clean(df)` in sandbox batches and write `output_path`.
@@ -183,6 +189,8 @@ def apply_module(
         writer.abort()
         raise
     seconds = round(time.perf_counter() - started, 3)
+    from .residual import residual_report
+
     return ApplyResult(input_path, output_path, rows_in, rows_out, batches, seconds, workers,
                        residual_report(_sample(samples, residual_rows)))
 
@@ -198,6 +206,7 @@ def _sample_stride(rows: int | None, sample_rows: int) -> int:
 
 def _sample(parts: list[bytes], sample_rows: int):
     """The workers' sample parts as one frame of at most `sample_rows` rows, evenly spread, in file order."""
+    from .residual import RowSampler
     from .sandbox.wire import decode_frame
 
     sampler = RowSampler(sample_rows)

@@ -24,7 +24,10 @@ import csv
 from collections.abc import Iterator
 from pathlib import Path
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from .errors import DropReadError
 

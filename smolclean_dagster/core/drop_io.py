@@ -17,6 +17,10 @@ Memory is bounded by the batch: CSV/TSV through pyarrow's incremental reader, JS
 Parquet row group by row group. A JSON array is one value, so it is read whole (keep JSON drops under
 a few hundred MB, or export them as JSONL).
 
+pandas and pyarrow are imported where a frame or an Arrow table is made, not when this file is loaded:
+`smolclean apply`'s own process only splits drops (with pyarrow's readers for CSV, TSV and Parquet) and
+appends the workers' bytes, and never loads pandas.
+
 A batch travels as bytes on both sides of the cleaning: `decode_jsonl` turns a block of JSONL lines into a
 frame and `encode_batch` turns a cleaned frame into the bytes the output file gets, so `smolclean apply`'s
 workers parse and write their own batches and the parent only moves bytes. With orjson installed, JSON is
@@ -29,11 +33,6 @@ import io
 import json
 import math
 import os
-
-import pandas as pd
-import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 
 try:
     import orjson
@@ -57,6 +56,8 @@ def json_frame(records):
         >>> json_frame([{"id": 1, "tags": ["a"]}, {"id": 2, "ok": True}]).to_dict("list")
         {'id': [1, 2], 'tags': [['a'], None], 'ok': [None, True]}
     """
+    import pandas as pd
+
     frame = pd.DataFrame(records, dtype=object)  # pandas' C loop over the dicts
     if frame.isna().to_numpy().any():
         frame = frame.where(frame.notna(), None)  # a missing key reads as NaN; JSON has null
@@ -143,6 +144,9 @@ def arrow_frame(table):
     Going through Python values (not pandas' conversion) keeps integers with nulls as int, lists as lists
     and structs as dicts.
     """
+    import pandas as pd
+    import pyarrow as pa
+
     columns = {}
     for name, array in zip(table.column_names, table.columns):
         kind = array.type
@@ -156,6 +160,8 @@ def arrow_frame(table):
 
 def read_batches(path, batch_rows=BATCH_ROWS):
     """The rows of a drop in frames of at most `batch_rows` rows, typed as the module docstring says."""
+    import pyarrow.parquet as pq
+
     path = os.fspath(path)
     fmt = INPUT_SUFFIXES.get(os.path.splitext(path)[1].lower())
     if fmt in ("csv", "tsv"):
@@ -195,6 +201,9 @@ def jsonl_blocks(path, batch_rows=BATCH_ROWS):
 
 
 def _delimited_batches(path, sep, batch_rows):
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
     with open(path, encoding="utf-8-sig", newline="") as fh:
         header = next((row for row in csv.reader(fh, delimiter=sep) if row), [])
     reader = pacsv.open_csv(
@@ -218,7 +227,8 @@ def _delimited_batches(path, sep, batch_rows):
 
 
 def _is_null(value):
-    return value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and math.isnan(value))
+    """None, NaN, pandas' NA and NaT (by type name: called per cell, so no import here)."""
+    return value is None or (isinstance(value, float) and math.isnan(value)) or type(value).__name__ in ("NAType", "NaTType")
 
 
 def plain_value(value):
@@ -264,6 +274,8 @@ def _cells(series):
 
 def text_frame(df):
     """The frame with every cell as CSV text (see `cell_text`)."""
+    import pandas as pd
+
     out = {}
     for i in range(df.shape[1]):
         series = df.iloc[:, i]
@@ -301,6 +313,8 @@ def encode_batch(df, kind):
     writer appending later batches can leave it out. JSONL: the rows. Parquet: an Arrow IPC stream of the
     batch's table (see `_arrow_table`).
     """
+    import pyarrow as pa
+
     names = [str(c) for c in df.columns]
     if kind == "jsonl":
         return jsonl_bytes(df), 0, names
@@ -342,6 +356,8 @@ class BatchWriter:
 
     def write_encoded(self, data, header_bytes, columns):
         """Append a batch as `encode_batch` made it for this writer's kind (possibly in another process)."""
+        import pyarrow as pa
+
         if self.kind == "parquet":
             with pa.ipc.open_stream(data) as stream:
                 self._write_table(stream.read_all())
@@ -379,6 +395,9 @@ class BatchWriter:
         return out.getvalue().encode("utf-8")
 
     def _write_table(self, table):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         if self._parquet is not None and table.column_names != self._parquet.schema.names:
             self._check_new(table.column_names)
             table = pa.table({name: table.column(name) if name in table.column_names
@@ -397,6 +416,8 @@ class BatchWriter:
 
     def close(self):
         """Finish the file; a drop with no rows still gets an (empty) output file."""
+        import pandas as pd
+
         if self._parquet is None and self._fh is None:
             self.write(pd.DataFrame())
         if self._parquet is not None:
@@ -418,6 +439,8 @@ class BatchWriter:
 
 def _arrow_table(df):
     """A frame as an Arrow table; a column Arrow cannot type (mixed values) is written as CSV text."""
+    import pyarrow as pa
+
     arrays, names = [], []
     for i, name in enumerate(df.columns):
         series = df.iloc[:, i]

@@ -21,12 +21,14 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from .delimited import delimited_frames, delimited_header, delimited_tables, describe_problem
 from .drop_io import _json_kind, arrow_frame, json_frame, jsonl_blocks, parse_json_lines
 from .errors import DropReadError
+
+if TYPE_CHECKING:  # the readers import pandas: `smolclean apply`'s process only splits drops and never needs it
+    import pandas as pd
 
 #: Extensions we can read, mapped to the reader's name. Add a format by adding a reader below.
 FORMATS = {
@@ -176,6 +178,8 @@ def _check_text(path: Path, fmt: str) -> None:
 
 
 def _read_delimited(path: Path, sep: str) -> pd.DataFrame:
+    import pandas as pd
+
     names = _delimited_names(path, sep)
     frames = list(_delimited_rows(path, sep, names))
     if not frames:
@@ -394,7 +398,10 @@ def iter_encoded_batches(path: Path | str, batch_size: int) -> Iterator[tuple[st
             tables = _arrow_tables(path, fmt, batch_size)
             # CSV blocks are cut into batches as the module cuts them; Parquet batches are the module's already
             for table in tables if fmt == "parquet" else _rebatched(tables, batch_size):
-                yield "table", _ipc(table), table.num_rows, None
+                data, rows = _ipc(table), table.num_rows
+                del table
+                yield "table", data, rows, None
+                _release_arrow_memory()
     _check_unchanged(path, before)
 
 
@@ -433,6 +440,13 @@ def _rebatched(tables, batch_size: int):
         yield pa.concat_tables(pending)
 
 
+def _release_arrow_memory() -> None:
+    """Hand the blocks Arrow's allocator keeps for reuse back to the system: the peak stays near one batch."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+
+
 def _ipc(table) -> bytes:
     import pyarrow as pa
 
@@ -461,6 +475,8 @@ def _parquet_batches(path: Path, batch_size: int) -> Iterator[pd.DataFrame]:
 
 
 def _delimited_batches(path: Path, sep: str, batch_size: int) -> Iterator[pd.DataFrame]:
+    import pandas as pd
+
     names = _delimited_names(path, sep)
     pending: list[pd.DataFrame] = []
     rows = 0

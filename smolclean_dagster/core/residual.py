@@ -13,9 +13,6 @@ from pydantic import BaseModel, ConfigDict
 
 from .profile import Finding, detect_issues
 
-#: Rows the detectors look at, at most, per cleaned drop.
-DEFAULT_SAMPLE_ROWS = 5000
-
 
 class ResidualReport(BaseModel):
     """What the detectors still find in a cleaned drop, on a sample of its rows.
@@ -85,7 +82,7 @@ class RowSampler:
         [0, 32, 64, 96]
     """
 
-    def __init__(self, max_rows: int = DEFAULT_SAMPLE_ROWS) -> None:
+    def __init__(self, max_rows: int) -> None:
         if max_rows < 1:
             raise ValueError("max_rows must be at least 1")
         self.max_rows = max_rows

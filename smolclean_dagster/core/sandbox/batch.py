@@ -14,7 +14,10 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # frames are only passed through here: the apply process need not load pandas
+    import pandas as pd
 
 from .errors import InputError, SandboxError
 from .gate import Program

@@ -16,7 +16,10 @@ import time
 import weakref
 from collections.abc import Iterator
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # frames are only passed through here: the apply process need not load pandas
+    import pandas as pd
 
 from .batch import BatchRunner
 from .errors import SandboxError

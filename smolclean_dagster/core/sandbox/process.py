@@ -19,7 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from . import wire
 from .errors import FunctionFailed, ResourceLimitExceeded, SandboxCrashed, SandboxError, SandboxTimeout
@@ -201,6 +204,8 @@ def program_header(op: str, source: str, entry: str, *, cpu_s: float, screened: 
 
 def encode_input(df: pd.DataFrame) -> bytes:
     """Serialize the caller's frame for a worker; failing here is the caller's problem, not the model's."""
+    import pandas as pd
+
     if not isinstance(df, pd.DataFrame):
         raise SandboxError(f"the sandbox runs functions on a pandas DataFrame, got {type(df).__name__}")
     try:

@@ -5,7 +5,9 @@ small JSON objects; data frames travel as Arrow IPC streams. Nothing is ever pic
 worker can at worst send bytes that fail to parse.
 
 This module is loaded both by the package and, by file path, by `worker.py` inside the worker process,
-so it imports only the standard library, pandas and pyarrow, and no sibling module.
+so it imports only the standard library, pandas and pyarrow, and no sibling module. pandas and pyarrow
+are imported where frames are encoded and decoded: `smolclean apply`'s own process moves the bytes of a
+drop's batches and never needs them.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ import os
 import select
 import struct
 import time
+from typing import TYPE_CHECKING
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.ipc  # noqa: F401  (makes pa.ipc available)
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
 
 _LENGTH = struct.Struct(">I")
 MAX_FRAME = (1 << 32) - 1
@@ -119,6 +122,8 @@ def encode_frame(df: pd.DataFrame) -> bytes:
     Object columns holding values that are not all text (JSON numbers, booleans, lists, objects) travel
     as JSON text and come back as the same Python values; text object columns come back as object columns.
     """
+    import pyarrow as pa
+
     table = frame_to_table(df)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
@@ -129,6 +134,9 @@ def encode_frame(df: pd.DataFrame) -> bytes:
 def frame_to_table(df: pd.DataFrame) -> pa.Table:
     """A DataFrame as an Arrow table that `table_to_frame` turns back into the same frame, typed values
     included (the storage of learning's frames uses it too)."""
+    import pandas as pd
+    import pyarrow as pa
+
     json_columns, object_columns, converted = [], [], {}
     for i, name in enumerate(df.columns):
         series = df.iloc[:, i]
@@ -153,6 +161,8 @@ def frame_to_table(df: pd.DataFrame) -> pa.Table:
 
 
 def _arrow_can_type(series: pd.Series) -> bool:
+    import pyarrow as pa
+
     try:
         pa.array(series, from_pandas=True)
     except (pa.ArrowException, OverflowError, TypeError, ValueError):
@@ -161,7 +171,8 @@ def _arrow_can_type(series: pd.Series) -> bool:
 
 
 def _is_null(value: object) -> bool:
-    return value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and value != value)
+    """None, NaN, pandas' NA and NaT (by type name: called per cell, so no import here)."""
+    return value is None or (isinstance(value, float) and value != value) or type(value).__name__ in ("NAType", "NaTType")
 
 
 def decode_frame(data: bytes) -> pd.DataFrame:
@@ -170,6 +181,9 @@ def decode_frame(data: bytes) -> pd.DataFrame:
     Extension types are refused because reconstructing them can run type-specific Python code; typed
     values sent as JSON text are parsed back with `json.loads`, which runs none.
     """
+    import pyarrow as pa
+    import pyarrow.ipc  # noqa: F401  (makes pa.ipc available)
+
     try:
         table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
     except (pa.ArrowException, OSError, ValueError) as exc:
@@ -179,6 +193,8 @@ def decode_frame(data: bytes) -> pd.DataFrame:
 
 def table_to_frame(table: pa.Table) -> pd.DataFrame:
     """The DataFrame `frame_to_table` made `table` from; raises WireError for a table that is not plain."""
+    import pyarrow as pa
+
     for field in table.schema:
         if _has_extension_type(field.type):
             raise WireError(f"column {field.name!r} has the type {field.type}, which holds an extension type")
@@ -196,6 +212,9 @@ def table_to_frame(table: pa.Table) -> pd.DataFrame:
 
 
 def _restore_typed_columns(table: pa.Table, df: pd.DataFrame, json_columns: set, object_columns: set) -> pd.DataFrame:
+    import pandas as pd
+    import pyarrow as pa
+
     names = [str(c) for c in df.columns]
     for i, name in enumerate(names):
         if name not in json_columns and name not in object_columns:
@@ -219,6 +238,8 @@ def _restore_typed_columns(table: pa.Table, df: pd.DataFrame, json_columns: set,
 
 
 def _has_extension_type(dtype: pa.DataType) -> bool:
+    import pyarrow as pa
+
     if isinstance(dtype, pa.ExtensionType):
         return True
     return any(_has_extension_type(dtype.field(i).type) for i in range(dtype.num_fields))
