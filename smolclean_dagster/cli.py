@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("module", type=Path)
     apply.add_argument("file", type=Path)
     apply.add_argument("-o", "--output", type=Path, required=True, help="OUT.parquet (default), OUT.csv or OUT.jsonl")
-    apply.add_argument("--batch-size", type=int, default=20_000, help="rows per batch (memory grows with it)")
+    apply.add_argument("--batch-size", type=int, default=10_000, help="rows per batch (memory grows with it)")
     apply.add_argument("--workers", type=int, default=None,
                        help="sandbox workers cleaning batches side by side (default: one per core; memory grows with "
                             "batch size x workers)")

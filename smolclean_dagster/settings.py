@@ -64,7 +64,7 @@ class DatasetSettings(BaseModel):
         default=False, description="refuse to run generated code when a sandbox layer is missing here"
     )
     timeout_s: float = Field(default=20.0, gt=0, description="seconds one generated function may run in the sandbox")
-    apply_batch_size: int = Field(default=20_000, gt=0, description="rows per batch when a drop is cleaned")
+    apply_batch_size: int = Field(default=10_000, gt=0, description="rows per batch when a drop is cleaned")
     apply_workers: int | None = Field(
         default=None, gt=0, le=64,
         description="sandbox workers cleaning batches side by side; unset: one per core (memory: batch size x workers)",

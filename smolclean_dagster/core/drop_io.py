@@ -40,7 +40,7 @@ except ImportError:  # optional: the standard library reads and writes the same 
     orjson = None
 
 #: Rows per batch by default, for `smolclean apply` and the module's `__main__` alike.
-BATCH_ROWS = 20_000
+BATCH_ROWS = 10_000
 #: pyarrow's CSV block size; a row longer than this is read with larger blocks.
 CSV_BLOCK_BYTES = 1 << 20
 

@@ -22,7 +22,7 @@ _MAIN_HEAD = """
 if __name__ == "__main__":
     # Cleans a file batch by batch, in memory bounded by the batch:
     #     python {filename} IN OUT [BATCH_ROWS]
-    # IN: .csv .tsv .jsonl .json .parquet; OUT: .csv .tsv .jsonl .parquet; BATCH_ROWS: rows per batch (20000).
+    # IN: .csv .tsv .jsonl .json .parquet; OUT: .csv .tsv .jsonl .parquet; BATCH_ROWS: rows per batch (10000).
     # The reading and writing below is smolclean's own (smolclean_dagster/core/drop_io.py), copied here so this
     # file needs only pandas and pyarrow, and gives the same output as `smolclean apply`.
 """
