@@ -291,7 +291,8 @@ def text_frame(df):
 def jsonl_bytes(df):
     """The frame as JSONL (UTF-8 bytes): one JSON object per row, values as JSON values."""
     names = [str(c) for c in df.columns]
-    columns = [[c if isinstance(c, str) else plain_value(c) for c in _cells(df.iloc[:, i])]
+    native = (str, int, bool, list, dict)  # written as they are; anything else (floats: NaN) goes through plain_value
+    columns = [[c if type(c) in native else plain_value(c) for c in _cells(df.iloc[:, i])]
                for i in range(len(names))]
     if orjson is not None:
         dumps, option = orjson.dumps, orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE

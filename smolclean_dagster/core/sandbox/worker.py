@@ -354,27 +354,9 @@ def _call(function, payload: bytes, max_output: int) -> tuple[dict, bytes]:
     """Call the entry on the decoded frame and encode its result; every failure becomes a header."""
     try:
         frame = wire.decode_frame(payload)
-        # CPU time of the function alone: what validation weighs its cost by, unswayed by other busy processes
-        started = time.process_time()
-        result = function(frame)
-        seconds = time.process_time() - started
     except BaseException as exc:  # noqa: BLE001  (MemoryError and SystemExit included)
         return _describe_failure(exc), b""
-    if not isinstance(result, pd.DataFrame):
-        message = f"the function returned {type(result).__name__}, not a pandas DataFrame; return the whole frame"
-        return {"ok": False, "kind": "not_a_frame", "message": message}, b""
-    try:
-        data = wire.encode_frame(result)
-    except MemoryError as exc:
-        return {"ok": False, "kind": "memory", "message": f"out of memory encoding the result: {exc}"}, b""
-    except Exception as exc:  # noqa: BLE001
-        message = (f"the returned DataFrame cannot be stored as a table: {_text_of(exc)}; give every column "
-                   f"a unique name and values of one type")
-        return {"ok": False, "kind": "unconvertible", "type": type(exc).__name__, "message": message}, b""
-    if len(data) > max_output:
-        message = f"the result is {len(data) >> 20} MiB, over the {max_output >> 20} MiB output cap"
-        return {"ok": False, "kind": "output", "message": message}, b""
-    return {"ok": True, "seconds": seconds}, data
+    return _run(function, frame, lambda result: (wire.encode_frame(result), {}), "stored as a table", max_output)
 
 
 def _call_io(function, payload: bytes, output: str, max_output: int) -> tuple[dict, bytes]:
@@ -394,31 +376,42 @@ def _call_io(function, payload: bytes, output: str, max_output: int) -> tuple[di
     except Exception as exc:  # noqa: BLE001
         return {"ok": False, "kind": "input", "message": f"{type(exc).__name__}: {_text_of(exc)}"[:2000]}, b""
     del payload, data
+
+    def encode(result: pd.DataFrame) -> tuple[bytes, dict]:
+        out, header_bytes, columns = drop_io.encode_batch(result, output)
+        sample = result.iloc[int(meta["sample_first"])::int(meta["sample_stride"])]
+        data = out + (wire.encode_frame(sample.reset_index(drop=True)) if len(sample) else b"")
+        return data, {"rows_in": len(frame), "rows_out": len(result), "columns": columns,
+                      "header_bytes": header_bytes, "out_bytes": len(out)}
+
+    return _run(function, frame, encode, f"written as {output}", max_output)
+
+
+def _run(function, frame: pd.DataFrame, encode, as_what: str, max_output: int) -> tuple[dict, bytes]:
+    """Call the entry on `frame`, check that it gave a frame and `encode` it (bytes and header fields);
+    every failure becomes a header."""
+    # CPU time of the function alone: what validation weighs its cost by, unswayed by other busy processes
     started = time.process_time()
     try:
         result = function(frame)
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:  # noqa: BLE001  (MemoryError and SystemExit included)
         return _describe_failure(exc), b""
     seconds = time.process_time() - started
     if not isinstance(result, pd.DataFrame):
         message = f"the function returned {type(result).__name__}, not a pandas DataFrame; return the whole frame"
         return {"ok": False, "kind": "not_a_frame", "message": message}, b""
     try:
-        out, header_bytes, columns = drop_io.encode_batch(result, output)
-        sample = result.iloc[int(meta["sample_first"])::int(meta["sample_stride"])]
-        data = out + (wire.encode_frame(sample.reset_index(drop=True)) if len(sample) else b"")
+        data, fields = encode(result)
     except MemoryError as exc:
-        return {"ok": False, "kind": "memory", "message": f"out of memory writing the result: {exc}"}, b""
+        return {"ok": False, "kind": "memory", "message": f"out of memory encoding the result: {exc}"}, b""
     except Exception as exc:  # noqa: BLE001
-        message = (f"the returned DataFrame cannot be written as {output}: {_text_of(exc)}; give every column "
+        message = (f"the returned DataFrame cannot be {as_what}: {_text_of(exc)}; give every column "
                    f"a unique name and values of one type")
         return {"ok": False, "kind": "unconvertible", "type": type(exc).__name__, "message": message}, b""
     if len(data) > max_output:
         message = f"the result is {len(data) >> 20} MiB, over the {max_output >> 20} MiB output cap"
         return {"ok": False, "kind": "output", "message": message}, b""
-    head = {"ok": True, "seconds": seconds, "rows_in": len(frame), "rows_out": len(result), "columns": columns,
-            "header_bytes": header_bytes, "out_bytes": len(out)}
-    return head, data
+    return {"ok": True, "seconds": seconds, **fields}, data
 
 
 def _decode_input(kind: str, data: bytes) -> pd.DataFrame:
