@@ -98,6 +98,9 @@ class JsonlError(ValueError):
         super().__init__(message)
         self.index = index
 
+    def __reduce__(self):  # raised in a worker process, it travels back pickled
+        return JsonlError, (self.index, str(self))
+
 
 def jsonl_block_lines(data):
     """The non-blank lines of a block of JSONL bytes."""
@@ -160,26 +163,58 @@ def arrow_frame(table):
 
 def read_batches(path, batch_rows=BATCH_ROWS):
     """The rows of a drop in frames of at most `batch_rows` rows, typed as the module docstring says."""
+    for kind, data, _ in encoded_batches(path, batch_rows):
+        yield decode_batch(kind, data)
+
+
+def encoded_batches(path, batch_rows=BATCH_ROWS):
+    """A drop in batches of bytes that `decode_batch` turns into frames, as (kind, bytes, line numbers):
+    JSONL as its lines ("jsonl", with each line's number), CSV/TSV and Parquet as Arrow streams of the
+    tables pyarrow reads ("table", no line numbers), a JSON array (read whole) as JSONL lines."""
     import pyarrow.parquet as pq
 
     path = os.fspath(path)
     fmt = INPUT_SUFFIXES.get(os.path.splitext(path)[1].lower())
     if fmt in ("csv", "tsv"):
-        yield from _delimited_batches(path, "\t" if fmt == "tsv" else ",", batch_rows)
+        for table in _delimited_tables(path, "\t" if fmt == "tsv" else ",", batch_rows):
+            yield "table", arrow_stream(table), None
     elif fmt == "jsonl":
-        for block, _ in jsonl_blocks(path, batch_rows):
-            yield decode_jsonl(block)
+        for block, numbers in jsonl_blocks(path, batch_rows):
+            yield "jsonl", block, numbers
     elif fmt == "json":
         with open(path, encoding="utf-8-sig") as fh:
             records = json.load(fh)
         for start in range(0, len(records), batch_rows):
-            yield json_frame(records[start:start + batch_rows])
+            lines = [json.dumps(record, ensure_ascii=False) for record in records[start:start + batch_rows]]
+            yield "jsonl", ("\n".join(lines) + "\n").encode("utf-8"), None
     elif fmt == "parquet":
         parquet = pq.ParquetFile(path)
         for batch in parquet.iter_batches(batch_size=batch_rows):
-            yield arrow_frame(batch)
+            yield "table", arrow_stream(batch), None
     else:
         raise ValueError(f"{path}: cannot read this file type; use {', '.join(sorted(INPUT_SUFFIXES))}")
+
+
+def decode_batch(kind, data):
+    """A batch from `encoded_batches` as the frame a cleaning function sees."""
+    import pyarrow as pa
+
+    if kind == "jsonl":
+        return decode_jsonl(data)
+    if kind == "table":
+        with pa.ipc.open_stream(data) as stream:
+            return arrow_frame(stream.read_all())
+    raise ValueError(f"unknown batch kind {kind!r}")
+
+
+def arrow_stream(table):
+    """An Arrow table or record batch as the bytes of an Arrow IPC stream."""
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as stream:
+        stream.write(table)
+    return sink.getvalue().to_pybytes()
 
 
 def jsonl_blocks(path, batch_rows=BATCH_ROWS):
@@ -200,7 +235,7 @@ def jsonl_blocks(path, batch_rows=BATCH_ROWS):
             yield b"".join(lines), numbers
 
 
-def _delimited_batches(path, sep, batch_rows):
+def _delimited_tables(path, sep, batch_rows):
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -219,11 +254,11 @@ def _delimited_batches(path, sep, batch_rows):
         rows += batch.num_rows
         while rows >= batch_rows:
             table = pa.Table.from_batches(pending)
-            yield arrow_frame(table.slice(0, batch_rows))
+            yield table.slice(0, batch_rows)
             rest = table.slice(batch_rows)
             pending, rows = rest.to_batches(), rest.num_rows
     if rows:
-        yield arrow_frame(pa.Table.from_batches(pending))
+        yield pa.Table.from_batches(pending)
 
 
 def _is_null(value):
@@ -314,17 +349,11 @@ def encode_batch(df, kind):
     writer appending later batches can leave it out. JSONL: the rows. Parquet: an Arrow IPC stream of the
     batch's table (see `_arrow_table`).
     """
-    import pyarrow as pa
-
     names = [str(c) for c in df.columns]
     if kind == "jsonl":
         return jsonl_bytes(df), 0, names
     if kind == "parquet":
-        sink = pa.BufferOutputStream()
-        table = _arrow_table(df)
-        with pa.ipc.new_stream(sink, table.schema) as stream:
-            stream.write_table(table)
-        return sink.getvalue().to_pybytes(), 0, names
+        return arrow_stream(_arrow_table(df)), 0, names
     sep = "\t" if kind == "tsv" else ","
     text = text_frame(df)
     header = text.iloc[:0].to_csv(sep=sep, index=False)
@@ -454,23 +483,72 @@ def _arrow_table(df):
     return pa.Table.from_arrays(arrays, names=names)
 
 
-def clean_file(clean, source, destination, batch_rows=BATCH_ROWS):
+def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
     """Clean `source` batch by batch with `clean(df)` and write `destination`; returns (rows in, rows out).
 
-    The output is written under a temporary name and renamed when every batch is done.
+    `workers` processes (default: one per core) clean batches side by side: each is forked from this one,
+    so it has `clean` as this process has it, parses its batch, cleans it and writes it as the output
+    file's bytes; this process reads the drop and appends the bytes in the input's order. Where processes
+    cannot be forked (Windows), or with one worker, the batches are cleaned here. The output is written
+    under a temporary name and renamed when every batch is done.
     """
+    import functools
+    import multiprocessing
+    from collections import deque
+
     destination = os.fspath(destination)
     temporary = os.path.join(os.path.dirname(destination) or ".", f".{os.path.basename(destination)}.{os.getpid()}.tmp")
     writer = BatchWriter(temporary, output_kind(destination))
+    workers = max(1, workers or _cores()) if "fork" in multiprocessing.get_all_start_methods() else 1
+    _WORK[:] = [clean, writer.kind]  # what the forked workers clean with
+    pool = multiprocessing.get_context("fork").Pool(workers) if workers > 1 else None  # forked before any reading
     rows_in = rows_out = 0
+
+    def write(result, numbers):
+        nonlocal rows_in, rows_out
+        try:
+            data, header_bytes, columns, batch_in, batch_out = result()
+        except JsonlError as exc:
+            where = f"line {numbers[exc.index]}" if numbers and exc.index is not None else "a line"
+            raise ValueError(f"{where} {exc}") from None
+        writer.write_encoded(data, header_bytes, columns)
+        rows_in, rows_out = rows_in + batch_in, rows_out + batch_out
+
     try:
-        for batch in read_batches(source, batch_rows):
-            cleaned = clean(batch)
-            writer.write(cleaned)
-            rows_in, rows_out = rows_in + len(batch), rows_out + len(cleaned)
+        pending = deque()
+        for kind, data, numbers in encoded_batches(source, batch_rows):
+            if len(pending) > workers:  # one batch waiting beside each busy worker: memory stays bounded
+                write(*pending.popleft())
+            if pool:
+                pending.append((pool.apply_async(_clean_encoded, (kind, data)).get, numbers))
+            else:
+                pending.append((functools.partial(_clean_encoded, kind, data), numbers))
+        while pending:
+            write(*pending.popleft())
         writer.close()
         os.replace(temporary, destination)
     except BaseException:
         writer.abort()
         raise
+    finally:
+        if pool:
+            pool.terminate()
     return rows_in, rows_out
+
+
+_WORK = []  # [clean, output kind] for `_clean_encoded`, set before the workers are forked
+
+
+def _clean_encoded(kind, data):
+    """One batch in a worker: parse it, clean it, and write it as the output file's bytes."""
+    clean, output = _WORK
+    frame = decode_batch(kind, data)
+    cleaned = clean(frame)
+    return (*encode_batch(cleaned, output), len(frame), len(cleaned))
+
+
+def _cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .delimited import delimited_frames, delimited_header, delimited_tables, describe_problem
-from .drop_io import _json_kind, arrow_frame, json_frame, jsonl_blocks, parse_json_lines
+from .drop_io import _json_kind, arrow_frame, arrow_stream, json_frame, jsonl_blocks, parse_json_lines
 from .errors import DropReadError
 
 if TYPE_CHECKING:  # the readers import pandas: `smolclean apply`'s process only splits drops and never needs it
@@ -398,7 +398,7 @@ def iter_encoded_batches(path: Path | str, batch_size: int) -> Iterator[tuple[st
             tables = _arrow_tables(path, fmt, batch_size)
             # CSV blocks are cut into batches as the module cuts them; Parquet batches are the module's already
             for table in tables if fmt == "parquet" else _rebatched(tables, batch_size):
-                data, rows = _ipc(table), table.num_rows
+                data, rows = arrow_stream(table), table.num_rows
                 del table
                 yield "table", data, rows, None
                 _release_arrow_memory()
@@ -445,15 +445,6 @@ def _release_arrow_memory() -> None:
     import pyarrow as pa
 
     pa.default_memory_pool().release_unused()
-
-
-def _ipc(table) -> bytes:
-    import pyarrow as pa
-
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as stream:
-        stream.write_table(table)
-    return sink.getvalue().to_pybytes()
 
 
 def _jsonl_batches(path: Path, batch_size: int) -> Iterator[pd.DataFrame]:

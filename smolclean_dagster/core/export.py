@@ -20,9 +20,10 @@ from .registry import Registry
 _MAIN_HEAD = """
 
 if __name__ == "__main__":
-    # Cleans a file batch by batch, in memory bounded by the batch:
-    #     python {filename} IN OUT [BATCH_ROWS]
-    # IN: .csv .tsv .jsonl .json .parquet; OUT: .csv .tsv .jsonl .parquet; BATCH_ROWS: rows per batch (10000).
+    # Cleans a file batch by batch, in memory bounded by the batch, on every core:
+    #     python {filename} IN OUT [BATCH_ROWS [WORKERS]]
+    # IN: .csv .tsv .jsonl .json .parquet; OUT: .csv .tsv .jsonl .parquet; BATCH_ROWS: rows per batch (10000);
+    # WORKERS: processes cleaning batches side by side (one per core).
     # The reading and writing below is smolclean's own (smolclean_dagster/core/drop_io.py), copied here so this
     # file needs only pandas and pyarrow, and gives the same output as `smolclean apply`.
 """
@@ -30,10 +31,11 @@ if __name__ == "__main__":
 _MAIN_TAIL = """
     import sys as _sys
 
-    if len(_sys.argv) not in (3, 4) or not all(_a.isdigit() and int(_a) > 0 for _a in _sys.argv[3:]):
-        _sys.exit("usage: python {filename} IN OUT [BATCH_ROWS]")
+    if len(_sys.argv) not in (3, 4, 5) or not all(_a.isdigit() and int(_a) > 0 for _a in _sys.argv[3:]):
+        _sys.exit("usage: python {filename} IN OUT [BATCH_ROWS [WORKERS]]")
     try:
-        _rows_in, _rows_out = clean_file(clean, _sys.argv[1], _sys.argv[2], int(_sys.argv[3]) if _sys.argv[3:] else BATCH_ROWS)
+        _rows_in, _rows_out = clean_file(clean, _sys.argv[1], _sys.argv[2], int(_sys.argv[3]) if _sys.argv[3:] else BATCH_ROWS,
+                                         int(_sys.argv[4]) if _sys.argv[4:] else None)
     except (OSError, ValueError) as _exc:
         _sys.exit(f"{{_sys.argv[1]}}: {{_exc}}")
     print(f"cleaned {{_rows_in}} rows of {{_sys.argv[1]}} -> {{_sys.argv[2]}} ({{_rows_out}} rows)")

@@ -54,7 +54,6 @@ import statistics, string, typing, unicodedata, zoneinfo  # noqa: E401,E402,F401
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import pyarrow as pa  # noqa: E402
 
 FILENAME = "<smolclean_generated>"
 MODULE_NAME = "smolclean_generated"
@@ -417,14 +416,7 @@ def _run(function, frame: pd.DataFrame, encode, as_what: str, max_output: int) -
 def _decode_input(kind: str, data: bytes) -> pd.DataFrame:
     """A batch as `smolclean apply` sends it: JSONL lines, an Arrow stream of a table read from the drop
     (CSV, TSV, Parquet) or a frame (`wire`), turned into the frame the exported module's reader makes."""
-    if kind == "jsonl":
-        return drop_io.decode_jsonl(data)
-    if kind == "table":
-        with pa.ipc.open_stream(data) as stream:
-            return drop_io.arrow_frame(stream.read_all())
-    if kind == "frame":
-        return wire.decode_frame(data)
-    raise ValueError(f"unknown input kind {kind!r}")
+    return wire.decode_frame(data) if kind == "frame" else drop_io.decode_batch(kind, data)
 
 
 def _describe_failure(exc: BaseException) -> dict:
