@@ -257,6 +257,8 @@ def _delimited_tables(path, sep, batch_rows):
             yield table.slice(0, batch_rows)
             rest = table.slice(batch_rows)
             pending, rows = rest.to_batches(), rest.num_rows
+            del table
+            pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed blocks otherwise
     if rows:
         yield pa.Table.from_batches(pending)
 
