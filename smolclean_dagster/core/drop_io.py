@@ -19,7 +19,7 @@ a few hundred MB, or export them as JSONL).
 
 pandas and pyarrow are imported where a frame or an Arrow table is made, not when this file is loaded:
 `smolclean apply`'s own process only splits drops (with pyarrow's readers for CSV, TSV and Parquet) and
-appends the workers' bytes, and never loads pandas.
+appends the workers' bytes, and loads pandas only for a JSON array (read whole).
 
 A batch travels as bytes on both sides of the cleaning: `decode_jsonl` turns a block of JSONL lines into a
 frame and `encode_batch` turns a cleaned frame into the bytes the output file gets, so `smolclean apply`'s
