@@ -269,3 +269,23 @@ def test_workers_follow_the_cores_by_default(people_csv, sandbox, tmp_path):
     result = apply_module(MODULE, people_csv, tmp_path / "out.parquet", sandbox=sandbox, batch_size=40)
     assert result.workers == len(os.sched_getaffinity(0))
     assert pd.read_parquet(tmp_path / "out.parquet")["id"].tolist() == [f"P{i:04d}" for i in range(ROWS)]
+
+
+def test_the_exported_modules_reader_cleans_batches_in_worker_processes_in_order(people_jsonl, tmp_path):
+    """`clean_file` (the module's `__main__`) forks workers: batches are cleaned outside the calling process, by
+    more than one process, and still written in the input's order; one worker cleans in the calling process."""
+    from smolclean_dagster.core.drop_io import clean_file
+
+    def where(df: pd.DataFrame) -> pd.DataFrame:
+        return df.assign(pid=os.getpid())
+
+    for workers in (2, 1):
+        out = tmp_path / f"out_{workers}.jsonl"
+        assert clean_file(where, people_jsonl, out, batch_rows=10, workers=workers) == (ROWS, ROWS)
+        rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+        assert [r["id"] for r in rows] == [f"P{i:04d}" for i in range(ROWS)]
+        pids = {r["pid"] for r in rows}
+        if workers == 2:
+            assert os.getpid() not in pids and len(pids) == 2
+        else:
+            assert pids == {os.getpid()}

@@ -248,19 +248,27 @@ def _delimited_tables(path, sep, batch_rows):
         convert_options=pacsv.ConvertOptions(column_types={name: pa.string() for name in header}, null_values=[],
                                              strings_can_be_null=False, quoted_strings_can_be_null=False),
     )
+    yield from rebatched((pa.Table.from_batches([batch]) for batch in reader), batch_rows)
+
+
+def rebatched(tables, batch_rows):
+    """Arrow tables cut and joined into tables of `batch_rows` rows (the last one shorter), handing the blocks
+    Arrow's allocator keeps for reuse back after each, so the peak stays near one batch."""
+    import pyarrow as pa
+
     pending, rows = [], 0
-    for batch in reader:
-        pending.append(batch)
-        rows += batch.num_rows
+    for table in tables:
+        pending.append(table)
+        rows += table.num_rows
         while rows >= batch_rows:
-            table = pa.Table.from_batches(pending)
-            yield table.slice(0, batch_rows)
-            rest = table.slice(batch_rows)
-            pending, rows = rest.to_batches(), rest.num_rows
-            del table
-            pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed blocks otherwise
+            joined = pa.concat_tables(pending)
+            yield joined.slice(0, batch_rows)
+            rest = joined.slice(batch_rows)
+            pending, rows = [rest], rest.num_rows
+            del joined
+            pa.default_memory_pool().release_unused()
     if rows:
-        yield pa.Table.from_batches(pending)
+        yield pa.concat_tables(pending)
 
 
 def _is_null(value):

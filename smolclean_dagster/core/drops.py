@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .delimited import delimited_frames, delimited_header, delimited_tables, describe_problem
-from .drop_io import _json_kind, arrow_frame, arrow_stream, json_frame, jsonl_blocks, parse_json_lines
+from .drop_io import _json_kind, arrow_frame, arrow_stream, json_frame, jsonl_blocks, parse_json_lines, rebatched
 from .errors import DropReadError
 
 if TYPE_CHECKING:  # the readers import pandas: `smolclean apply`'s process only splits drops and never needs it
@@ -397,11 +397,8 @@ def iter_encoded_batches(path: Path | str, batch_size: int) -> Iterator[tuple[st
         with _read_errors(path, fmt):
             tables = _arrow_tables(path, fmt, batch_size)
             # CSV blocks are cut into batches as the module cuts them; Parquet batches are the module's already
-            for table in tables if fmt == "parquet" else _rebatched(tables, batch_size):
-                data, rows = arrow_stream(table), table.num_rows
-                del table
-                yield "table", data, rows, None
-                _release_arrow_memory()
+            for table in tables if fmt == "parquet" else rebatched(tables, batch_size):
+                yield "table", arrow_stream(table), table.num_rows, None
     _check_unchanged(path, before)
 
 
@@ -421,30 +418,6 @@ def _arrow_tables(path: Path, fmt: str, batch_size: int):
         yield from delimited_tables(path, sep, names)
     except UnicodeDecodeError as exc:
         raise DropReadError(f"{path}: {describe_problem(path, sep) or exc}") from exc
-
-
-def _rebatched(tables, batch_size: int):
-    """Arrow tables cut and joined into tables of `batch_size` rows (the last one shorter)."""
-    import pyarrow as pa
-
-    pending, rows = [], 0
-    for table in tables:
-        pending.append(table)
-        rows += table.num_rows
-        while rows >= batch_size:
-            joined = pa.concat_tables(pending)
-            yield joined.slice(0, batch_size)
-            rest = joined.slice(batch_size)
-            pending, rows = [rest], rest.num_rows
-    if rows:
-        yield pa.concat_tables(pending)
-
-
-def _release_arrow_memory() -> None:
-    """Hand the blocks Arrow's allocator keeps for reuse back to the system: the peak stays near one batch."""
-    import pyarrow as pa
-
-    pa.default_memory_pool().release_unused()
 
 
 def _jsonl_batches(path: Path, batch_size: int) -> Iterator[pd.DataFrame]:
