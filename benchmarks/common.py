@@ -142,8 +142,8 @@ def run_measured(cmd: list[str], poll_s: float = 0.05) -> dict:
     Returns seconds, peak RSS (each process's resident memory added up: pages a zygote shares with its
     forked child count twice, the conservative number), peak PSS (shared pages split: what the tree really
     costs), the most processes at once, each process's own peaks by its place in the tree (`by_process`:
-    the command, then its children and their children, as "parent", "child", "grandchild"), and the
-    command's stdout.
+    the command, then its children and their children, as "parent", "child", "grandchild"), each process's
+    RSS at the moment of the tree's peak in the same order (`rss_mb_at_peak`), and the command's stdout.
     """
     import subprocess
     import time
@@ -151,6 +151,7 @@ def run_measured(cmd: list[str], poll_s: float = 0.05) -> dict:
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak_rss = peak_pss = peak_procs = 0
+    at_peak: dict[int, int] = {}
     depth: dict[int, int] = {proc.pid: 0}
     own: dict[int, list[int]] = {}
     while proc.poll() is None:
@@ -161,6 +162,8 @@ def run_measured(cmd: list[str], poll_s: float = 0.05) -> dict:
             before = own.get(pid, [0, 0])
             own[pid] = [max(before[0], rss_kb), max(before[1], pss_kb)]
         rss, pss = sum(r for r, _ in sizes.values()), sum(p for _, p in sizes.values())
+        if rss > peak_rss:
+            at_peak = {pid: r for pid, (r, _) in sizes.items() if r}
         peak_rss, peak_pss, peak_procs = max(peak_rss, rss), max(peak_pss, pss), max(peak_procs, len(pids))
         time.sleep(poll_s)
     stdout, stderr = proc.communicate()
@@ -172,4 +175,5 @@ def run_measured(cmd: list[str], poll_s: float = 0.05) -> dict:
             "by_process": [{"place": ("parent", "child", "grandchild")[min(depth.get(pid, 2), 2)],
                             "peak_rss_mb": round(r / 1024), "peak_pss_mb": round(p / 1024)}
                            for pid, (r, p) in sorted(own.items(), key=lambda kv: (depth.get(kv[0], 2), kv[0])) if r],
+            "rss_mb_at_peak": [round(at_peak[pid] / 1024) for pid in sorted(at_peak, key=lambda p: (depth.get(p, 2), p))],
             "stdout": stdout}

@@ -347,7 +347,10 @@ def report(results: dict) -> str:
                    f"children, the workers they fork the grandchildren): "
                    + ", ".join(f"{p['place']} {p['peak_rss_mb']}/{p['peak_pss_mb']}"
                                for p in f["runs"]["smolclean_apply"]["by_process"])
-                   if f["runs"]["smolclean_apply"].get("by_process") else ""))
+                   if f["runs"]["smolclean_apply"].get("by_process") else "")
+                + "".join(f"\n{way.replace('_', ' ')}: RSS MB of each process at the tree's peak: "
+                          f"{' + '.join(map(str, f['runs'][way]['rss_mb_at_peak']))}"
+                          for way in ("standalone", "smolclean_apply") if f["runs"][way].get("rss_mb_at_peak")))
     if "waves" in results:
         w = results["waves"]
         rows = [[c, r["chunks"], r["calls"], r.get("most_calls_at_once"), r["first_call_at_s"], r["last_call_done_at_s"],

@@ -7,6 +7,7 @@ import os
 import pty
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -243,8 +244,9 @@ def test_the_apply_command_does_not_load_dagster(people_csv, tmp_path):
 
 @pytest.mark.parametrize("source", ["people_csv", "people_jsonl"])
 def test_the_apply_process_only_moves_bytes_and_never_loads_pandas_while_cleaning(source, request, tmp_path):
-    """The workers parse and write the batches; the process that splits the drop stays small (pandas alone
-    is about 100 MB), and loads pandas only for the residual report once the workers are gone."""
+    """The workers parse and write the batches; the process that cuts the drop stays small (pandas alone
+    is about 100 MB, pyarrow half of it), and loads pandas only for the residual report once the workers
+    are gone."""
     module = tmp_path / "clean_people.py"
     module.write_text(MODULE, encoding="utf-8")
     src, out = request.getfixturevalue(source), tmp_path / "out.jsonl"
@@ -255,7 +257,8 @@ def test_the_apply_process_only_moves_bytes_and_never_loads_pandas_while_cleanin
         "loaded = []\n"
         "sandbox = Sandbox()\n"
         f"result = apply_module(open({str(module)!r}).read(), {str(src)!r}, {str(out)!r}, sandbox=sandbox,\n"
-        "                      batch_size=25, workers=2, on_batch=lambda b, r: loaded.append('pandas' in sys.modules))\n"
+        "                      batch_size=25, workers=2,\n"
+        "                      on_batch=lambda b, r: loaded.append('pandas' in sys.modules or 'pyarrow' in sys.modules))\n"
         "sandbox.close()\n"
         "print(len(loaded), any(loaded), result.rows_out, result.residual.rows_sampled)\n"
     )
@@ -271,12 +274,13 @@ def test_workers_follow_the_cores_by_default(people_csv, sandbox, tmp_path):
     assert pd.read_parquet(tmp_path / "out.parquet")["id"].tolist() == [f"P{i:04d}" for i in range(ROWS)]
 
 
-def test_the_exported_modules_reader_cleans_batches_in_worker_processes_in_order(people_jsonl, tmp_path):
-    """`clean_file` (the module's `__main__`) forks workers: batches are cleaned outside the calling process, by
-    more than one process, and still written in the input's order; one worker cleans in the calling process."""
+def test_the_exported_modules_reader_cleans_batches_on_every_worker_process_in_order(people_jsonl, tmp_path):
+    """`clean_file` (the module's `__main__`) cleans on as many processes as it has workers: the calling one and
+    the ones it forks, the batches still written in the input's order; one worker cleans in the calling process."""
     from smolclean_dagster.core.drop_io import clean_file
 
     def where(df: pd.DataFrame) -> pd.DataFrame:
+        time.sleep(0.02)  # a batch takes longer than reading the next: every process gets some
         return df.assign(pid=os.getpid())
 
     for workers in (2, 1):
@@ -286,6 +290,6 @@ def test_the_exported_modules_reader_cleans_batches_in_worker_processes_in_order
         assert [r["id"] for r in rows] == [f"P{i:04d}" for i in range(ROWS)]
         pids = {r["pid"] for r in rows}
         if workers == 2:
-            assert os.getpid() not in pids and len(pids) == 2
+            assert os.getpid() in pids and len(pids) == 2
         else:
             assert pids == {os.getpid()}

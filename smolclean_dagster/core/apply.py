@@ -1,10 +1,9 @@
 """Apply an exported cleaning module to a drop: batch by batch, in parallel sandbox workers, in bounded memory.
 
-The drop streams in batches (pyarrow's incremental CSV reader, JSONL line by line, Parquet row group by
-row group), each batch is cleaned by one of `workers` dedicated sandbox processes (one per core by
-default), and the results are written in input order as they come back. The workers do the parsing and
-the writing too: a JSONL batch goes to a worker as its lines, and every batch comes back as the bytes the
-output file gets, made by the same code as the exported module's `__main__` (`drop_io`), so both give the
+The drop streams in batches (CSV/TSV and JSONL cut into blocks of whole records, Parquet row group by row
+group), each batch is cleaned by one of `workers` dedicated sandbox processes (one per core by default),
+and the results are written in input order as they come back. The workers do the parsing and the writing
+too: a batch goes to a worker as the input's bytes, and comes back as the bytes the output file gets, made by the same code as the exported module's `__main__` (`drop_io`), so both give the
 same output and this process only moves bytes. At most `workers` batches are in flight, so memory depends
 on the batch size and the number of workers, never on the size of the file. A bounded, evenly spread
 sample of the cleaned rows feeds the residual report (what the detectors still find).
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 
+from .delimited import describe_problem
 from .drop_io import BATCH_ROWS, BatchWriter, output_kind
 from .drops import drop_format, iter_encoded_batches
 from .errors import DropReadError, SmolcleanError
@@ -131,7 +131,7 @@ def apply_module(
     input_path, output_path = Path(input_path), Path(output_path)
     output_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = output_path.with_name(f".{output_path.name}.{os.getpid()}.tmp")
-    kind = output_kind(output_path)
+    kind, fmt = output_kind(output_path), drop_format(input_path)
     writer = BatchWriter(tmp, kind)
     try:
         stride = _sample_stride(estimate_rows(input_path), residual_rows)
@@ -147,8 +147,12 @@ def apply_module(
         try:
             cleaned = future.result()
         except InputError as exc:
-            line = f"line {lines[exc.index]}" if lines and exc.index is not None and exc.index < len(lines) else where
-            raise DropReadError(f"{input_path}: {line} {exc}") from None
+            if lines and exc.index is not None and exc.index < len(lines):
+                raise DropReadError(f"{input_path}: line {lines[exc.index]} {exc}") from None
+            if fmt in ("csv", "tsv"):  # another pass over the file names the line
+                problem = describe_problem(input_path, "\t" if fmt == "tsv" else ",")
+                raise DropReadError(f"{input_path}: {problem or f'{where}: {exc}'}") from None
+            raise DropReadError(f"{input_path}: {where}: {exc}") from None
         except SmolcleanError as exc:
             raise SmolcleanError(f"{input_path.name}, {where}: {exc}") from exc
         try:

@@ -74,12 +74,7 @@ def delimited_tables(path: Path, sep: str, names: list[str]):
     `delimited_frames`, which turns them into frames)."""
     import pyarrow as pa
 
-    unclosed = unclosed_quote_line(path, sep)
-    if unclosed is not None:
-        raise DropReadError(
-            f"{path}: the quoted value starting on line {unclosed} is never closed (is the file cut off?); "
-            "close the quote or export the file again"
-        )
+    check_quotes_closed(path, sep)
     done, block = 0, BLOCK_BYTES
     while True:
         skip = done  # rows already given out by an attempt with smaller blocks
@@ -122,6 +117,16 @@ def _arrow_tables(path: Path, sep: str, names: list[str], block: int):
     )
     for batch in reader:
         yield pa.Table.from_batches([batch]).rename_columns(names)
+
+
+def check_quotes_closed(path: Path, sep: str) -> None:
+    """Raise DropReadError naming the line where a quoted value starts that is never closed."""
+    unclosed = unclosed_quote_line(path, sep)
+    if unclosed is not None:
+        raise DropReadError(
+            f"{path}: the quoted value starting on line {unclosed} is never closed (is the file cut off?); "
+            "close the quote or export the file again"
+        )
 
 
 def unclosed_quote_line(path: Path, sep: str) -> int | None:

@@ -13,17 +13,18 @@ What a cleaning function sees (and what is written back):
 Output: JSONL writes JSON values (a list stays an array, a number a number), Parquet Arrow types, CSV
 text (JSON text for lists and objects, `true`/`false` for booleans, "" for null).
 
-Memory is bounded by the batch: CSV/TSV through pyarrow's incremental reader, JSONL line by line,
-Parquet row group by row group. A JSON array is one value, so it is read whole (keep JSON drops under
-a few hundred MB, or export them as JSONL).
+Memory is bounded by the batch: CSV/TSV and JSONL are cut into blocks of whole records as written (the
+process that cuts them never parses a value), Parquet is read row group by row group. A JSON array is one
+value, so it is read whole (keep JSON drops under a few hundred MB, or export them as JSONL).
 
 pandas and pyarrow are imported where a frame or an Arrow table is made, not when this file is loaded:
-`smolclean apply`'s own process only splits drops (with pyarrow's readers for CSV, TSV and Parquet) and
+`smolclean apply`'s own process only cuts drops into blocks (with pyarrow's reader for Parquet) and
 appends the workers' bytes, and loads pandas only for a JSON array (read whole).
 
-A batch travels as bytes on both sides of the cleaning: `decode_jsonl` turns a block of JSONL lines into a
-frame and `encode_batch` turns a cleaned frame into the bytes the output file gets, so `smolclean apply`'s
-workers parse and write their own batches and the parent only moves bytes. With orjson installed, JSON is
+A batch travels as bytes on both sides of the cleaning: `decode_batch` turns a block of JSONL lines or CSV
+records into a frame (pyarrow's CSV reader parses a block on its own) and `encode_batch` turns a cleaned
+frame into the bytes the output file gets, so `smolclean apply`'s workers parse and write their own batches
+and the parent only moves bytes. With orjson installed, JSON is
 parsed and written by it (several times faster); without it, by the standard library. Both read the same
 values; written numbers may differ in spelling only (`1e16` and `1e+16`).
 """
@@ -33,6 +34,7 @@ import io
 import json
 import math
 import os
+import re
 
 try:
     import orjson
@@ -169,15 +171,14 @@ def read_batches(path, batch_rows=BATCH_ROWS):
 
 def encoded_batches(path, batch_rows=BATCH_ROWS):
     """A drop in batches of bytes that `decode_batch` turns into frames, as (kind, bytes, line numbers):
-    JSONL as its lines ("jsonl", with each line's number), CSV/TSV and Parquet as Arrow streams of the
-    tables pyarrow reads ("table", no line numbers), a JSON array (read whole) as JSONL lines."""
-    import pyarrow.parquet as pq
-
+    JSONL as its lines ("jsonl", with each line's number), CSV/TSV as the header and whole records as
+    written ("csv"/"tsv", see `delimited_blocks`), Parquet as Arrow streams of its row groups' batches
+    ("table"), a JSON array (read whole) as JSONL lines."""
     path = os.fspath(path)
     fmt = INPUT_SUFFIXES.get(os.path.splitext(path)[1].lower())
     if fmt in ("csv", "tsv"):
-        for table in _delimited_tables(path, "\t" if fmt == "tsv" else ",", batch_rows):
-            yield "table", arrow_stream(table), None
+        for block, _ in delimited_blocks(path, "\t" if fmt == "tsv" else ",", batch_rows):
+            yield fmt, block, None
     elif fmt == "jsonl":
         for block, numbers in jsonl_blocks(path, batch_rows):
             yield "jsonl", block, numbers
@@ -188,6 +189,8 @@ def encoded_batches(path, batch_rows=BATCH_ROWS):
             lines = [json.dumps(record, ensure_ascii=False) for record in records[start:start + batch_rows]]
             yield "jsonl", ("\n".join(lines) + "\n").encode("utf-8"), None
     elif fmt == "parquet":
+        import pyarrow.parquet as pq
+
         parquet = pq.ParquetFile(path)
         for batch in parquet.iter_batches(batch_size=batch_rows):
             yield "table", arrow_stream(batch), None
@@ -197,11 +200,17 @@ def encoded_batches(path, batch_rows=BATCH_ROWS):
 
 def decode_batch(kind, data):
     """A batch from `encoded_batches` as the frame a cleaning function sees."""
-    import pyarrow as pa
-
     if kind == "jsonl":
         return decode_jsonl(data)
+    if kind in ("csv", "tsv"):
+        import pyarrow as pa
+
+        frame = arrow_frame(decode_delimited(data, "\t" if kind == "tsv" else ","))
+        pa.default_memory_pool().release_unused()  # the table is gone: hand its blocks back to the system
+        return frame
     if kind == "table":
+        import pyarrow as pa
+
         with pa.ipc.open_stream(data) as stream:
             return arrow_frame(stream.read_all())
     raise ValueError(f"unknown batch kind {kind!r}")
@@ -218,57 +227,98 @@ def arrow_stream(table):
 
 
 def jsonl_blocks(path, batch_rows=BATCH_ROWS):
-    """The non-blank lines of a JSONL file in blocks of `batch_rows` lines, as (bytes, their line numbers);
-    a leading byte-order mark is dropped."""
+    """The non-blank lines of a JSONL file in blocks of `batch_rows` lines, as (bytes, their line numbers: a
+    range, or a list where blank lines fall between); a leading byte-order mark is dropped."""
     with open(path, "rb") as fh:
-        lines, numbers = [], []
+        block, numbers, first, gaps = bytearray(), 0, 0, None
         for number, line in enumerate(fh, 1):
             if number == 1 and line.startswith(b"\xef\xbb\xbf"):
                 line = line[3:]
-            if line.strip():
-                lines.append(line if line.endswith(b"\n") else line + b"\n")
-                numbers.append(number)
-                if len(lines) == batch_rows:
-                    yield b"".join(lines), numbers
-                    lines, numbers = [], []
-        if lines:
-            yield b"".join(lines), numbers
+            if not line.strip():
+                if numbers and gaps is None:
+                    gaps = list(range(first, first + numbers))
+                continue
+            if not numbers:
+                first = number
+            block += line if line.endswith(b"\n") else line + b"\n"
+            numbers += 1
+            if gaps is not None:
+                gaps.append(number)
+            if numbers == batch_rows:
+                yield bytes(block), gaps or range(first, first + numbers)
+                block, numbers, gaps = bytearray(), 0, None
+        if numbers:
+            yield bytes(block), gaps or range(first, first + numbers)
 
 
-def _delimited_tables(path, sep, batch_rows):
+def delimited_blocks(path, sep, batch_rows=BATCH_ROWS):
+    """A CSV/TSV file in blocks of bytes that pyarrow's CSV reader parses on their own, as (block, records):
+    each block is the header record, then up to `batch_rows` records exactly as written.
+
+    Records end where the reader ends them: at a line break outside quotes. A value is quoted when its
+    field starts with a quote; `""` inside is a quote, and a quote anywhere else is a plain character
+    (`5'10"`). Blank lines are left out (the reader skips them) and so is a leading byte-order mark.
+    Only lines holding a quote are looked at closely, so splitting costs little beside parsing.
+    """
+    record = _record_pattern(sep)
+    header, parts, rows, pending = None, [], 0, []
+    with open(path, "rb") as fh:
+        for number, line in enumerate(fh):
+            if number == 0 and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]
+            if not line.endswith(b"\n"):
+                line += b"\n"
+            if pending:  # inside a quoted value that holds line breaks: it can only end on a line with a quote
+                pending.append(line)
+                if b'"' not in line or not record.fullmatch(line := b"".join(pending)):
+                    continue
+                pending = []
+            elif b'"' in line and not record.fullmatch(line):
+                pending = [line]
+                continue
+            if not line.strip(b"\r\n"):
+                continue
+            if header is None:
+                header = line
+                continue
+            parts.append(line)
+            rows += 1
+            if rows == batch_rows:
+                yield header + b"".join(parts), rows
+                parts, rows = [], 0
+    if pending:  # a quote never closed: the reader says what is wrong with it
+        parts.append(b"".join(pending))
+        rows += 1
+    if rows:
+        yield header + b"".join(parts), rows
+
+
+def _record_pattern(sep):
+    """A regular expression matching one whole CSV/TSV record (its line break included)."""
+    s = re.escape(sep.encode())
+    field = rb'"(?:[^"]++|"")*+"(?:[^"' + s + rb'\n][^' + s + rb'\n]*+)?|(?!")[^' + s + rb'\n]*+'
+    return re.compile(rb"(?:" + field + rb")(?:" + s + rb"(?:" + field + rb"))*+\n")
+
+
+def decode_delimited(data, sep):
+    """A block of `delimited_blocks` as an Arrow table of text columns: every cell the text exactly as written,
+    "" for an empty one (never null), an empty header cell named "Unnamed: N" (N its place from 0)."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    with open(path, encoding="utf-8-sig", newline="") as fh:
-        header = next((row for row in csv.reader(fh, delimiter=sep) if row), [])
-    reader = pacsv.open_csv(
-        path,
-        read_options=pacsv.ReadOptions(block_size=CSV_BLOCK_BYTES),
+    header = next(csv.reader(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=""), delimiter=sep), [])
+    names = [name if name else f"Unnamed: {i}" for i, name in enumerate(header)]
+    if len(set(names)) < len(names):
+        twice = next(name for name in names if names.count(name) > 1)
+        raise ValueError(f"the header names column {twice!r} twice; give every column its own name")
+    table = pacsv.read_csv(
+        pa.py_buffer(data),
+        read_options=pacsv.ReadOptions(block_size=max(len(data) + 1, CSV_BLOCK_BYTES), use_threads=False),
         parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=True),
         convert_options=pacsv.ConvertOptions(column_types={name: pa.string() for name in header}, null_values=[],
                                              strings_can_be_null=False, quoted_strings_can_be_null=False),
     )
-    yield from rebatched((pa.Table.from_batches([batch]) for batch in reader), batch_rows)
-
-
-def rebatched(tables, batch_rows):
-    """Arrow tables cut and joined into tables of `batch_rows` rows (the last one shorter), handing the blocks
-    Arrow's allocator keeps for reuse back after each, so the peak stays near one batch."""
-    import pyarrow as pa
-
-    pending, rows = [], 0
-    for table in tables:
-        pending.append(table)
-        rows += table.num_rows
-        while rows >= batch_rows:
-            joined = pa.concat_tables(pending)
-            yield joined.slice(0, batch_rows)
-            rest = joined.slice(batch_rows)
-            pending, rows = [rest], rest.num_rows
-            del joined
-            pa.default_memory_pool().release_unused()
-    if rows:
-        yield pa.concat_tables(pending)
+    return table.rename_columns(names)
 
 
 def _is_null(value):
@@ -345,7 +395,7 @@ def jsonl_bytes(df):
         try:
             for row in zip(*columns):
                 out += dumps(dict(zip(names, row)), default=_json_default, option=option)
-            return bytes(out)
+            return out  # a bytearray: the rows are not copied once more
         except TypeError:
             pass  # integers over 64 bits and other things only the standard encoder writes
     dumps = json.JSONEncoder(ensure_ascii=False, default=_json_default, separators=(",", ":")).encode
@@ -396,9 +446,9 @@ class BatchWriter:
 
     def write_encoded(self, data, header_bytes, columns):
         """Append a batch as `encode_batch` made it for this writer's kind (possibly in another process)."""
-        import pyarrow as pa
-
         if self.kind == "parquet":
+            import pyarrow as pa
+
             with pa.ipc.open_stream(data) as stream:
                 self._write_table(stream.read_all())
             return
@@ -496,13 +546,13 @@ def _arrow_table(df):
 def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
     """Clean `source` batch by batch with `clean(df)` and write `destination`; returns (rows in, rows out).
 
-    `workers` processes (default: one per core) clean batches side by side: each is forked from this one,
-    so it has `clean` as this process has it, parses its batch, cleans it and writes it as the output
-    file's bytes; this process reads the drop and appends the bytes in the input's order. Where processes
-    cannot be forked (Windows), or with one worker, the batches are cleaned here. The output is written
+    `workers` processes (default: one per core) clean batches side by side: this one and `workers - 1`
+    forked from it, so each has `clean` as this process has it. A forked process parses its batch, cleans
+    it and writes it as the output file's bytes; this process reads the drop, cleans a batch itself
+    whenever the forked ones are all busy, and appends the bytes in the input's order. Where processes
+    cannot be forked (Windows), or with one worker, every batch is cleaned here. The output is written
     under a temporary name and renamed when every batch is done.
     """
-    import functools
     import multiprocessing
     from collections import deque
 
@@ -511,13 +561,14 @@ def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
     writer = BatchWriter(temporary, output_kind(destination))
     workers = max(1, workers or _cores()) if "fork" in multiprocessing.get_all_start_methods() else 1
     _WORK[:] = [clean, writer.kind]  # what the forked workers clean with
-    pool = multiprocessing.get_context("fork").Pool(workers) if workers > 1 else None  # forked before any reading
+    helpers = workers - 1
+    pool = multiprocessing.get_context("fork").Pool(helpers) if helpers else None  # forked before any reading
     rows_in = rows_out = 0
 
     def write(result, numbers):
         nonlocal rows_in, rows_out
         try:
-            data, header_bytes, columns, batch_in, batch_out = result()
+            data, header_bytes, columns, batch_in, batch_out = result.get()
         except JsonlError as exc:
             where = f"line {numbers[exc.index]}" if numbers and exc.index is not None else "a line"
             raise ValueError(f"{where} {exc}") from None
@@ -525,14 +576,19 @@ def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
         rows_in, rows_out = rows_in + batch_in, rows_out + batch_out
 
     try:
-        pending = deque()
+        pending = deque()  # (result, line numbers) in input order
         for kind, data, numbers in encoded_batches(source, batch_rows):
-            if len(pending) > workers:  # one batch waiting beside each busy worker: memory stays bounded
+            while pending and pending[0][0].ready():
                 write(*pending.popleft())
-            if pool:
-                pending.append((pool.apply_async(_clean_encoded, (kind, data)).get, numbers))
+            # The forked processes keep one batch queued behind each running one, so they never wait while
+            # this process cleans; when they have that much, this process cleans the batch itself.
+            if pool and sum(not r.ready() for r, _ in pending) < 2 * helpers:
+                pending.append((pool.apply_async(_clean_encoded, (kind, data)), numbers))
             else:
-                pending.append((functools.partial(_clean_encoded, kind, data), numbers))
+                pending.append((_Done(_clean_encoded, kind, data), numbers))
+            del data  # not held while the next batch is read
+            while len(pending) > workers + 1:  # memory stays bounded: a batch or two per process
+                write(*pending.popleft())
         while pending:
             write(*pending.popleft())
         writer.close()
@@ -544,6 +600,24 @@ def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
         if pool:
             pool.terminate()
     return rows_in, rows_out
+
+
+class _Done:
+    """A batch this process cleaned itself, answering like the forked workers' results (`ready`, `get`)."""
+
+    def __init__(self, function, *args):
+        try:
+            self.value, self.error = function(*args), None
+        except Exception as exc:  # noqa: BLE001  (raised again where the batch is written, in order)
+            self.value, self.error = None, exc
+
+    def ready(self):
+        return True
+
+    def get(self):
+        if self.error is not None:
+            raise self.error
+        return self.value
 
 
 _WORK = []  # [clean, output kind] for `_clean_encoded`, set before the workers are forked

@@ -18,13 +18,14 @@ import codecs
 import hashlib
 import json
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .delimited import delimited_frames, delimited_header, delimited_tables, describe_problem
-from .drop_io import _json_kind, arrow_frame, arrow_stream, json_frame, jsonl_blocks, parse_json_lines, rebatched
+from .delimited import check_quotes_closed, delimited_frames, delimited_header, delimited_tables, describe_problem
+from .drop_io import _json_kind, arrow_frame, arrow_stream, delimited_blocks, json_frame, jsonl_blocks, parse_json_lines
 from .errors import DropReadError
 
 if TYPE_CHECKING:  # the readers import pandas: `smolclean apply`'s process only splits drops and never needs it
@@ -107,16 +108,18 @@ def read_drop(path: Path | str) -> pd.DataFrame:
 @contextlib.contextmanager
 def _read_errors(path: Path, fmt: str) -> Iterator[None]:
     """Turn what the readers raise on a bad file into a DropReadError naming the file and what to do."""
-    import pyarrow as pa
-
     try:
         yield
     except DropReadError:
         raise
     except UnicodeDecodeError as exc:
         raise DropReadError(f"{path}: not valid UTF-8 at byte {exc.start}; re-encode the file as UTF-8") from exc
-    except (OSError, ValueError, pa.ArrowException) as exc:
-        raise DropReadError(f"{path}: cannot read as {fmt}: {exc}") from exc
+    except Exception as exc:
+        # pyarrow's errors only once a reader has loaded it: a JSONL drop is split without it
+        arrow = sys.modules.get("pyarrow")
+        if isinstance(exc, (OSError, ValueError)) or (arrow is not None and isinstance(exc, arrow.ArrowException)):
+            raise DropReadError(f"{path}: cannot read as {fmt}: {exc}") from exc
+        raise
 
 
 def _file_version(path: Path) -> tuple[int, int]:
@@ -371,9 +374,10 @@ def iter_encoded_batches(path: Path | str, batch_size: int) -> Iterator[tuple[st
 
     This process only splits the file; the workers turn the bytes into frames side by side, with the same
     code as the exported module (`drop_io`). JSONL goes as its own lines ("jsonl", with each row's line
-    number, so a worker's parse error can name the line); CSV, TSV and Parquet as Arrow streams of the
-    tables pyarrow reads ("table"); a JSON array, read whole, as frames (`wire`, "frame"). Raises
-    DropReadError like `iter_batches`.
+    number, so a worker's parse error can name the line); CSV and TSV as the header and whole records, as
+    written ("csv", "tsv"); Parquet as Arrow streams of its batches ("table"); a JSON array, read whole, as
+    frames (`wire`, "frame"). Raises DropReadError like `iter_batches`; a worker that cannot parse a CSV
+    block says so, and `describe_problem` then names the line.
     """
     path = Path(path)
     fmt = drop_format(path)
@@ -393,12 +397,17 @@ def iter_encoded_batches(path: Path | str, batch_size: int) -> Iterator[tuple[st
                 yield "jsonl", block, len(lines), lines
         if not rows:
             raise DropReadError(f"{path}: holds no records; nothing to read")
-    else:
+    elif fmt == "parquet":
         with _read_errors(path, fmt):
-            tables = _arrow_tables(path, fmt, batch_size)
-            # CSV blocks are cut into batches as the module cuts them; Parquet batches are the module's already
-            for table in tables if fmt == "parquet" else rebatched(tables, batch_size):
+            for table in _arrow_tables(path, fmt, batch_size):
                 yield "table", arrow_stream(table), table.num_rows, None
+    else:
+        sep = "\t" if fmt == "tsv" else ","
+        _delimited_names(path, sep)  # text, with a header that names every column once
+        check_quotes_closed(path, sep)
+        with _read_errors(path, fmt):
+            for block, rows in delimited_blocks(path, sep, batch_size):
+                yield fmt, block, rows, None
     _check_unchanged(path, before)
 
 

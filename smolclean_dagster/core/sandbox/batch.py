@@ -71,9 +71,10 @@ class BatchRunner:
         return frame_or_raise(*self._call(encode_input(df)))
 
     def run_encoded(self, data: bytes, *, input: str, sample_first: int = 0, sample_stride: int = 0) -> EncodedBatch:  # noqa: A002
-        """Clean one batch given as the input file's bytes: `input` "jsonl" (whole lines), "table" (an Arrow stream
-        of a table as pyarrow reads the drop) or "frame" (`wire.encode_frame`). The worker parses it, runs the entry and writes the result as this
-        runner's `output` kind; the rows at `sample_first::sample_stride` come back as a sample (none for 0).
+        """Clean one batch given as the input file's bytes: `input` "jsonl" (whole lines), "csv" or "tsv" (the
+        header and whole records), "table" (an Arrow stream of a Parquet batch) or "frame" (`wire.encode_frame`).
+        The worker parses it, runs the entry and writes the result as this runner's `output` kind; the rows at
+        `sample_first::sample_stride` come back as a sample (none for 0).
 
         Raises the errors of `run`, and InputError (with `.index`, the bad line's place) for input it cannot parse.
         """

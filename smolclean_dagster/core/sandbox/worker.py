@@ -414,8 +414,8 @@ def _run(function, frame: pd.DataFrame, encode, as_what: str, max_output: int) -
 
 
 def _decode_input(kind: str, data: bytes) -> pd.DataFrame:
-    """A batch as `smolclean apply` sends it: JSONL lines, an Arrow stream of a table read from the drop
-    (CSV, TSV, Parquet) or a frame (`wire`), turned into the frame the exported module's reader makes."""
+    """A batch as `smolclean apply` sends it: JSONL lines, CSV/TSV records, an Arrow stream of a Parquet
+    batch or a frame (`wire`), turned into the frame the exported module's reader makes."""
     return wire.decode_frame(data) if kind == "frame" else drop_io.decode_batch(kind, data)
 
 
