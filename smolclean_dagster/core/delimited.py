@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 from .errors import DropReadError
 
 #: The reader's first block size; a row longer than a block makes it start again with 8x larger ones.
-#: 1 MiB keeps the peak memory of applying a module bounded (benchmarks/apply_memory.py measures it).
+#: 1 MiB keeps the peak memory of reading a drop to learn from bounded.
 BLOCK_BYTES = 1 << 20
 #: The longest row we read (pyarrow's blocks are indexed with 32-bit integers).
 MAX_BLOCK_BYTES = 1 << 30
