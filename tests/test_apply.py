@@ -117,21 +117,49 @@ def test_a_bad_jsonl_line_far_into_the_file_is_named_and_nothing_is_written(peop
     out = tmp_path / "out.jsonl"
     with pytest.raises(DropReadError, match=r"people.jsonl: line 64 is not valid JSON"):
         apply_module(MODULE, people_jsonl, out, sandbox=sandbox, batch_size=25, workers=2)
-    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".out.jsonl")]
+    assert _nothing_written(out)
 
     # the exported module on its own, with its worker processes, names the same line
-    module = tmp_path / "clean_people.py"
-    module.write_text(_exported_module(), encoding="utf-8")
-    done = subprocess.run([sys.executable, str(module), str(people_jsonl), str(out), "25", "2"], capture_output=True,
-                          text=True, timeout=120)
+    done = _run_exported_module(people_jsonl, out)
     assert done.returncode != 0 and "people.jsonl: line 64 is not valid JSON" in done.stderr, done.stderr
-    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".out.jsonl")]
+    assert _nothing_written(out)
 
     lines[62] = json.dumps(_people(62)) + "\n"
     lines[80] = '["P0080", "Oslo"]\n'  # line 81: an array, not an object
     people_jsonl.write_text("".join(lines), encoding="utf-8")
     with pytest.raises(DropReadError, match=r"people.jsonl: line 81 is a JSON array, expected an object"):
         apply_module(MODULE, people_jsonl, out, sandbox=sandbox, batch_size=25, workers=2)
+
+
+def test_a_ragged_csv_row_far_into_the_file_is_named_by_its_line_on_both_paths(people_csv, sandbox, tmp_path):
+    """The workers parse CSV blocks on their own; a row of the wrong width in the third batch, after quoted
+    values that hold line breaks, is still named by its line in the file, and nothing is written."""
+    text = people_csv.read_text(encoding="utf-8")
+    text = text.replace("P0062,", "P0062,extra,", 1)
+    people_csv.write_text(text, encoding="utf-8")
+    line = 2 + 62 + sum("\n" in _people(i)["note"] for i in range(62))  # the header is line 1
+    assert text.splitlines()[line - 1].startswith("P0062,extra,")
+    out = tmp_path / "out.csv"
+    with pytest.raises(DropReadError, match=rf"people.csv: cannot parse as CSV: line {line} has 4 field"):
+        apply_module(MODULE, people_csv, out, sandbox=sandbox, batch_size=25, workers=2)
+    assert _nothing_written(out)
+
+    done = _run_exported_module(people_csv, out)
+    assert done.returncode != 0 and f"line {line}: Expected 3 columns, got 4" in done.stderr, done.stderr
+    assert _nothing_written(out)
+
+
+def _run_exported_module(src: Path, out: Path) -> subprocess.CompletedProcess:
+    """The exported module run on its own (batches of 25 rows, 2 processes), beside the output."""
+    module = out.parent / "clean_people.py"
+    module.write_text(_exported_module(), encoding="utf-8")
+    return subprocess.run([sys.executable, str(module), str(src), str(out), "25", "2"], capture_output=True,
+                          text=True, timeout=120)
+
+
+def _nothing_written(out: Path) -> bool:
+    """Neither the output nor a temporary file of it is left."""
+    return not out.exists() and not [p for p in out.parent.iterdir() if p.name.startswith(f".{out.name}")]
 
 
 LOSES_A_COLUMN = MODULE.replace(

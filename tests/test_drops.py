@@ -130,7 +130,9 @@ def test_csv_cut_into_blocks_reads_exactly_as_the_whole_file(tmp_path, sep):
                     [decode_batch(kind, data) for kind, data, _ in encoded_batches(path, rows)]
             continue
         for rows in (1, 2, 7, 1000):
-            assert sum(n for _, n in delimited_blocks(path, sep, rows)) == len(whole), path.read_bytes()
+            blocks = list(delimited_blocks(path, sep, rows))
+            assert sum(n for _, n, _ in blocks) == len(whole), path.read_bytes()
+            assert all(len(lines) == n for _, n, lines in blocks)
             for batches in ([(k, d) for k, d, _ in encoded_batches(path, rows)],
                             [(k, d) for k, d, _, _ in iter_encoded_batches(path, rows)]):
                 frames = [decode_batch(kind, data) for kind, data in batches]

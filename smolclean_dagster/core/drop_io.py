@@ -177,8 +177,8 @@ def encoded_batches(path, batch_rows=BATCH_ROWS):
     path = os.fspath(path)
     fmt = INPUT_SUFFIXES.get(os.path.splitext(path)[1].lower())
     if fmt in ("csv", "tsv"):
-        for block, _ in delimited_blocks(path, "\t" if fmt == "tsv" else ",", batch_rows):
-            yield fmt, block, None
+        for block, _, lines in delimited_blocks(path, "\t" if fmt == "tsv" else ",", batch_rows):
+            yield fmt, block, lines
     elif fmt == "jsonl":
         for block, numbers in jsonl_blocks(path, batch_rows):
             yield "jsonl", block, numbers
@@ -252,8 +252,10 @@ def jsonl_blocks(path, batch_rows=BATCH_ROWS):
 
 
 def delimited_blocks(path, sep, batch_rows=BATCH_ROWS):
-    """A CSV/TSV file in blocks of bytes that pyarrow's CSV reader parses on their own, as (block, records):
-    each block is the header record, then up to `batch_rows` records exactly as written.
+    """A CSV/TSV file in blocks of bytes that pyarrow's CSV reader parses on their own, as (block, records,
+    the line each record starts on): each block is the header record, then up to `batch_rows` records
+    exactly as written; the lines are a range, or a list where blank lines or line breaks inside quotes
+    fall between.
 
     Records end where the reader ends them: at a line break outside quotes. A value is quoted when its
     field starts with a quote; `""` inside is a quote, and a quote anywhere else is a plain character
@@ -261,10 +263,10 @@ def delimited_blocks(path, sep, batch_rows=BATCH_ROWS):
     Only lines holding a quote are looked at closely, so splitting costs little beside parsing.
     """
     record = _record_pattern(sep)
-    header, parts, rows, pending = None, [], 0, []
+    header, parts, starts, pending = None, [], [], []
     with open(path, "rb") as fh:
-        for number, line in enumerate(fh):
-            if number == 0 and line.startswith(b"\xef\xbb\xbf"):
+        for number, line in enumerate(fh, 1):
+            if number == 1 and line.startswith(b"\xef\xbb\xbf"):
                 line = line[3:]
             if not line.endswith(b"\n"):
                 line += b"\n"
@@ -272,25 +274,34 @@ def delimited_blocks(path, sep, batch_rows=BATCH_ROWS):
                 pending.append(line)
                 if b'"' not in line or not record.fullmatch(line := b"".join(pending)):
                     continue
-                pending = []
+                start, pending = number - len(pending) + 1, []
             elif b'"' in line and not record.fullmatch(line):
                 pending = [line]
                 continue
+            else:
+                start = number
             if not line.strip(b"\r\n"):
                 continue
             if header is None:
                 header = line
                 continue
             parts.append(line)
-            rows += 1
-            if rows == batch_rows:
-                yield header + b"".join(parts), rows
-                parts, rows = [], 0
+            starts.append(start)
+            if len(parts) == batch_rows:
+                yield header + b"".join(parts), len(parts), _compact(starts)
+                parts, starts = [], []
     if pending:  # a quote never closed: the reader says what is wrong with it
+        if header is None:
+            raise ValueError(f"{path}: a quoted name in the header is never closed")
         parts.append(b"".join(pending))
-        rows += 1
-    if rows:
-        yield header + b"".join(parts), rows
+        starts.append(number - len(pending) + 1)
+    if parts:
+        yield header + b"".join(parts), len(parts), _compact(starts)
+
+
+def _compact(numbers):
+    """Ascending line numbers as a range where they follow one another, else the list itself."""
+    return range(numbers[0], numbers[-1] + 1) if numbers[-1] - numbers[0] == len(numbers) - 1 else numbers
 
 
 def _record_pattern(sep):
@@ -573,6 +584,11 @@ def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
         except JsonlError as exc:
             where = f"line {numbers[exc.index]}" if numbers and exc.index is not None else "a line"
             raise ValueError(f"{where} {exc}") from None
+        except ValueError as exc:  # the CSV reader counts a block's rows from its header: name the file's line
+            row = re.search(r"\bRow #(\d+)", str(exc))
+            if not numbers or not row or not 2 <= int(row[1]) < len(numbers) + 2:
+                raise
+            raise ValueError(str(exc).replace(row[0], f"line {numbers[int(row[1]) - 2]}")) from None
         writer.write_encoded(data, header_bytes, columns)
         rows_in, rows_out = rows_in + batch_in, rows_out + batch_out
 

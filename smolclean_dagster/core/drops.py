@@ -406,8 +406,8 @@ def iter_encoded_batches(path: Path | str, batch_size: int) -> Iterator[tuple[st
         _delimited_names(path, sep)  # text, with a header that names every column once
         check_quotes_closed(path, sep)
         with _read_errors(path, fmt):
-            for block, rows in delimited_blocks(path, sep, batch_size):
-                yield fmt, block, rows, None
+            for block, rows, _ in delimited_blocks(path, sep, batch_size):
+                yield fmt, block, rows, None  # a worker's parse error is placed by `describe_problem`
     _check_unchanged(path, before)
 
 
