@@ -3,8 +3,9 @@
 The drop streams in batches (CSV/TSV and JSONL cut into blocks of whole records, Parquet row group by row
 group), each batch is cleaned by one of `workers` dedicated sandbox processes (one per core by default),
 and the results are written in input order as they come back. The workers do the parsing and the writing
-too: a batch goes to a worker as the input's bytes, and comes back as the bytes the output file gets, made by the same code as the exported module's `__main__` (`drop_io`), so both give the
-same output and this process only moves bytes. At most `workers` batches are in flight, so memory depends
+too: a batch goes to a worker as the input's bytes and comes back as the bytes the output file gets, made
+by the same code as the exported module's `__main__` (`drop_io`), so both give the same output and this
+process only moves bytes. At most `workers` batches are in flight, so memory depends
 on the batch size and the number of workers, never on the size of the file. A bounded, evenly spread
 sample of the cleaned rows feeds the residual report (what the detectors still find).
 """

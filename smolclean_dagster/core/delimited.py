@@ -65,13 +65,6 @@ def delimited_frames(path: Path, sep: str, names: list[str]) -> Iterator[pd.Data
 
     Raises DropReadError naming the line for a ragged row, an unclosed quote or bytes that are not UTF-8.
     """
-    for table in delimited_tables(path, sep, names):
-        yield table.to_pandas().astype(object)
-
-
-def delimited_tables(path: Path, sep: str, names: list[str]):
-    """The rows of a CSV/TSV file as Arrow tables of text columns named `names`, in order (see
-    `delimited_frames`, which turns them into frames)."""
     import pyarrow as pa
 
     check_quotes_closed(path, sep)
@@ -85,7 +78,7 @@ def delimited_tables(path: Path, sep: str, names: list[str]):
                     table, skip = table.slice(cut), skip - cut
                 if table.num_rows:
                     done += table.num_rows
-                    yield table
+                    yield table.to_pandas().astype(object)
             return
         except pa.ArrowInvalid as exc:
             if "straddl" in str(exc) and block < MAX_BLOCK_BYTES:

@@ -230,25 +230,18 @@ def jsonl_blocks(path, batch_rows=BATCH_ROWS):
     """The non-blank lines of a JSONL file in blocks of `batch_rows` lines, as (bytes, their line numbers: a
     range, or a list where blank lines fall between); a leading byte-order mark is dropped."""
     with open(path, "rb") as fh:
-        block, numbers, first, gaps = bytearray(), 0, 0, None
+        block, numbers = bytearray(), []
         for number, line in enumerate(fh, 1):
             if number == 1 and line.startswith(b"\xef\xbb\xbf"):
                 line = line[3:]
-            if not line.strip():
-                if numbers and gaps is None:
-                    gaps = list(range(first, first + numbers))
-                continue
-            if not numbers:
-                first = number
-            block += line if line.endswith(b"\n") else line + b"\n"
-            numbers += 1
-            if gaps is not None:
-                gaps.append(number)
-            if numbers == batch_rows:
-                yield bytes(block), gaps or range(first, first + numbers)
-                block, numbers, gaps = bytearray(), 0, None
+            if line.strip():
+                block += line if line.endswith(b"\n") else line + b"\n"
+                numbers.append(number)
+                if len(numbers) == batch_rows:
+                    yield bytes(block), _compact(numbers)
+                    block, numbers = bytearray(), []
         if numbers:
-            yield bytes(block), gaps or range(first, first + numbers)
+            yield bytes(block), _compact(numbers)
 
 
 def delimited_blocks(path, sep, batch_rows=BATCH_ROWS):
@@ -395,7 +388,7 @@ def text_frame(df):
 
 
 def jsonl_bytes(df):
-    """The frame as JSONL (UTF-8 bytes): one JSON object per row, values as JSON values."""
+    """The frame as JSONL (UTF-8 bytes, or a bytearray of them): one JSON object per row, values as JSON values."""
     names = [str(c) for c in df.columns]
     native = (str, int, bool, list, dict)  # written as they are; anything else (floats: NaN) goes through plain_value
     columns = [[c if type(c) in native else plain_value(c) for c in _cells(df.iloc[:, i])]

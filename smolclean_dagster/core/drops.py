@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .delimited import check_quotes_closed, delimited_frames, delimited_header, delimited_tables, describe_problem
+from .delimited import check_quotes_closed, delimited_frames, delimited_header, describe_problem
 from .drop_io import _json_kind, arrow_frame, arrow_stream, delimited_blocks, json_frame, jsonl_blocks, parse_json_lines
 from .errors import DropReadError
 
@@ -399,8 +399,8 @@ def iter_encoded_batches(path: Path | str, batch_size: int) -> Iterator[tuple[st
             raise DropReadError(f"{path}: holds no records; nothing to read")
     elif fmt == "parquet":
         with _read_errors(path, fmt):
-            for table in _arrow_tables(path, fmt, batch_size):
-                yield "table", arrow_stream(table), table.num_rows, None
+            for batch in _parquet_record_batches(path, batch_size):
+                yield "table", arrow_stream(batch), batch.num_rows, None
     else:
         sep = "\t" if fmt == "tsv" else ","
         _delimited_names(path, sep)  # text, with a header that names every column once
@@ -409,24 +409,6 @@ def iter_encoded_batches(path: Path | str, batch_size: int) -> Iterator[tuple[st
             for block, rows, _ in delimited_blocks(path, sep, batch_size):
                 yield fmt, block, rows, None  # a worker's parse error is placed by `describe_problem`
     _check_unchanged(path, before)
-
-
-def _arrow_tables(path: Path, fmt: str, batch_size: int):
-    if fmt == "parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        parquet = pq.ParquetFile(path)
-        _check_parquet_schema(path, parquet.schema_arrow)
-        for batch in parquet.iter_batches(batch_size=batch_size):
-            yield pa.Table.from_batches([batch])
-        return
-    sep = "\t" if fmt == "tsv" else ","
-    names = _delimited_names(path, sep)
-    try:
-        yield from delimited_tables(path, sep, names)
-    except UnicodeDecodeError as exc:
-        raise DropReadError(f"{path}: {describe_problem(path, sep) or exc}") from exc
 
 
 def _jsonl_batches(path: Path, batch_size: int) -> Iterator[pd.DataFrame]:
@@ -439,12 +421,16 @@ def _jsonl_batches(path: Path, batch_size: int) -> Iterator[pd.DataFrame]:
 
 
 def _parquet_batches(path: Path, batch_size: int) -> Iterator[pd.DataFrame]:
+    for batch in _parquet_record_batches(path, batch_size):
+        yield arrow_frame(batch)
+
+
+def _parquet_record_batches(path: Path, batch_size: int):
     import pyarrow.parquet as pq
 
     parquet = pq.ParquetFile(path)
     _check_parquet_schema(path, parquet.schema_arrow)
-    for batch in parquet.iter_batches(batch_size=batch_size):
-        yield arrow_frame(batch)
+    yield from parquet.iter_batches(batch_size=batch_size)
 
 
 def _delimited_batches(path: Path, sep: str, batch_size: int) -> Iterator[pd.DataFrame]:

@@ -17,8 +17,9 @@ status, the child's JSON header as sent, the child's Arrow data):
   call  data: one call in the open child
   close: end the open child
 An `open` with `io: {output: KIND}` starts a child for `smolclean apply`: each `call` then carries one batch
-as the input file's bytes (a length-prefixed JSON meta, then JSONL lines or an Arrow stream), and the reply's
-data is the batch as the output file's bytes followed by an Arrow sample of its rows (see `_call_io`).
+as the input file's bytes (a length-prefixed JSON meta, then JSONL lines, CSV/TSV records or an Arrow
+stream), and the reply's data is the batch as the output file's bytes followed by an Arrow sample of its
+rows (see `_call_io`).
 """
 
 from __future__ import annotations
