@@ -24,7 +24,7 @@ from .core.loop import ChunkWork, LoopSettings, clean_with, run_chunk
 from .core.instructions import open_items, split_instructions
 from .core.plan import ChunkPlan, StepBudget, plan_chunks
 from .core.profile import Finding, detect_issues
-from .core.quality import ValidationReport, validate_registry
+from .core.quality import ValidationReport, keep_what_holds, validate_registry
 from .core.registry import Registry
 from .core.report import write_report
 from .core.shipped_tests import write_tests
@@ -187,6 +187,12 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
             published = store.registry.update(lambda reg: result.registry if reg.version == current.version else reg)
         else:
             published = current
+        # A learning run always ends with a module: what breaks a blocking check on held-out rows is taken out.
+        kept, dropped = keep_what_holds(published, _holdout_rows(store), smolclean_sandbox.get())
+        if dropped:
+            for d in dropped:
+                context.log.warning(f"{d.name} taken out of the module: {d.reason}")
+            published = store.registry.update(lambda reg: kept if reg.version == published.version else reg)
         try:
             previous = store.load_model("registry", Registry)
         except SmolcleanError:
@@ -202,11 +208,8 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
         context: dg.AssetExecutionContext, smolclean_sandbox: SandboxResource, registry: Registry
     ) -> ValidationReport:
         """The module run on held-out rows of every learned drop: blocking checks and quality before/after."""
-        frames = [plan.holdout_rows(store.load_frame("raw_data", plan.drop)) for plan in store.models("chunks", ChunkPlan)]
-        frames = [f for f in frames if len(f)]
-        holdout = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         sandbox = smolclean_sandbox.get()
-        report = validate_registry(registry, holdout, sandbox)
+        report = validate_registry(registry, _holdout_rows(store), sandbox)
         context.add_output_metadata({**validation_metadata(report), "sandbox": dg.MetadataValue.text(sandbox.level.describe())})
         return report
 
@@ -278,6 +281,13 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
 
     checks = _validation_checks(key("validation"))
     return [raw_data, chunks, chunk_issues, chunk_functions, registry, validation, cleaning_module, cleaned_data], checks
+
+
+def _holdout_rows(store: DatasetStore) -> pd.DataFrame:
+    """The held-out rows of every learned drop: what validation runs the module on."""
+    frames = [plan.holdout_rows(store.load_frame("raw_data", plan.drop)) for plan in store.models("chunks", ChunkPlan)]
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def _validation_checks(validation_key: dg.AssetKey) -> list[dg.AssetChecksDefinition]:

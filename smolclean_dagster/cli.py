@@ -98,6 +98,9 @@ def _print_outcome(outcome, drops: Path) -> None:
     checks = ", ".join(c.name.replace("_", " ") for c in v.checks)
     print(f"  blocking checks on {v.holdout_rows} held-out rows: {'passed' if v.passed else 'FAILED'} ({checks}); "
           f"{v.cells_changed} cells changed")
+    if v.functions:
+        per = ", ".join(f"{f.name} {f.cells}" for f in v.functions)
+        print(f"  cells changed per function (held-out rows; before -> after pairs in the report): {per}")
     _print_left(v)
     if outcome.instructions:
         from .core.instructions import coverage_line

@@ -180,7 +180,14 @@ def validation_metadata(report: ValidationReport) -> dict[str, dg.MetadataValue]
     checks += [f"| {c.name} | {'yes' if c.passed else 'NO'} | {_cell(c.detail)} |" for c in report.checks]
     quality = ["| column | findings before | after |", "|---|---|---|"]
     quality += [f"| {_cell(q.column)} | {q.before} | {q.after} |" for q in report.quality]
+    changes = ["| function | cells changed | columns | looked valid | undone | before -> after |", "|---|---|---|---|---|---|"]
+    changes += [
+        f"| {_cell(f.name)} | {f.cells} | {_cell(', '.join(f.columns))} | {f.valid_hits} | {f.undone} | "
+        f"{_cell('; '.join(f'{c}: {b!r} -> {a!r}' for c, b, a in f.pairs))} |"
+        for f in report.functions
+    ]
     return {
+        "changes": dg.MetadataValue.md("\n".join(changes)),
         "holdout_rows": dg.MetadataValue.int(report.holdout_rows),
         "cells_changed": dg.MetadataValue.int(report.cells_changed),
         "findings_before": dg.MetadataValue.int(sum(q.before for q in report.quality)),

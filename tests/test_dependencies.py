@@ -109,9 +109,16 @@ def test_an_established_key_is_not_relabelled_by_a_coincidence():
     assert fixed.loc[2, "provider"] == "10018"
     # "florence" is valid on its own and ten rows are not many: kept; the typo "birminghxm" is repaired
     assert fixed.loc[2, "city"] == "florence" and fixed.loc[1, "city"] == "birmingham"
-    many = hospitals(rows_per_key=dependencies.STRONG_SUPPORT + 5)
-    many.loc[2, "city"] = "florence"
+    # a key with many rows behind it may overwrite a valid value; the provider still identifies a hospital
+    # (beside three big ones, twenty small ones: few rows per provider on average)
+    big = hospitals(rows_per_key=dependencies.STRONG_SUPPORT + 5)
+    small = pd.DataFrame([{"provider": f"2{k:04d}", "city": f"town{k}", "zip": f"4{k:04d}", "measure": f"m{i}"}
+                          for k in range(20) for i in range(3)], dtype=object)
+    big.loc[2, "city"] = "florence"
+    many = pd.concat([big, small], ignore_index=True)
     assert dependencies.repair(many, dependencies.learn(many)).loc[2, "city"] == "birmingham"
+    # a category (each value on hundreds of rows) identifies nothing: the same frame without the small keys
+    assert dependencies.repair(big, dependencies.learn(big)).loc[2, "city"] == "florence"
 
 
 def test_the_rule_finds_violations_only_the_drop_shows_and_its_function_matches_the_reference_repair():

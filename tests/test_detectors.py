@@ -90,9 +90,10 @@ def test_is_null_token():
 
 
 def test_case_variants_map_to_the_most_frequent_spelling():
-    values = ["New York"] * 5 + ["new york", "NEW YORK", "Boston", "Boston", "boston"]
+    values = ["New York"] * 5 + ["new york", "NEW YORK"] + ["Boston"] * 6 + ["boston"] + ["Austin", "Austin", "austin"]
     f = only(values, "case_variants")
-    assert f.params == {"convention": None, "exceptions": {"boston": "Boston", "new york": "New York"}}
+    # "austin" is not rewritten: "Austin" is not far more common (2 against 1), so nothing says which is right
+    assert (f.params["convention"], f.params["exceptions"]) == (None, {"boston": "Boston", "new york": "New York"})
     assert f.count == 3
 
 

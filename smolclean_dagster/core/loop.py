@@ -30,7 +30,8 @@ from .profile import detect_issues
 from .registry import Provenance, Registry, RegistryEntry, RegistryStore
 from .sandbox import GateRejected, SandboxCrashed, SandboxError, SandboxTimeout, ResourceLimitExceeded, FunctionFailed
 from .steps import FinalStep, ProposalStep, Step, VerdictStep
-from .validate import CodeRunner, check_candidate
+from . import harm
+from .validate import CodeRunner, changed_cells, check_candidate, frames_equal
 
 log = logging.getLogger("smolclean.loop")
 
@@ -102,7 +103,7 @@ def run_chunk(
         ...     print(step.kind, getattr(step, "reason", ""))
     """
     feedback: str | None = None
-    rejected: list[str] = []
+    rejected: list[str] = [d.name for d in store.load().dropped]  # validation took these out of the module
     accepted: list[str] = []
     reads = bool(settings.items) and getattr(analyst, "reads_instructions", False)
     step = 0
@@ -194,6 +195,14 @@ def run_chunk(
                 raise  # the sandbox itself is broken: our fault
             else:
                 verdict_reason, ok, evidence = verdict.reason, verdict.accepted, verdict.evidence
+            if ok:
+                try:
+                    problem = _harm_or_conflict(fn, registry, holdout, work.reference, runner, settings,
+                                                asked=bool(serves))
+                except MODEL_FAULTS as exc:
+                    problem = f"{type(exc).__name__}: {exc}"
+                if problem:
+                    verdict_reason, ok, evidence = problem, False, None
         name = fn.name
         if ok:
             entry = RegistryEntry(
@@ -228,6 +237,44 @@ def run_chunk(
             serves=tuple(i.number for i in settings.items if i.text in serves),
             seconds=round(time.perf_counter() - started, 4),
         )
+
+
+def _harm_or_conflict(fn: CleaningFunction, registry: Registry, holdout: pd.DataFrame, reference: pd.DataFrame | None,
+                      runner: CodeRunner, settings: LoopSettings, *, asked: bool = False) -> str | None:
+    """Why a candidate that passed its own checks may still not join: on the held-out rows it mostly rewrites
+    values that look valid (see `harm`; not judged when it serves an instruction item, `asked`), or the module
+    with it added is no longer idempotent (a later pass of an earlier function undoes or redoes its work). Both
+    are caught here, while it is a candidate, so a learning run always ends with a module."""
+    if holdout.empty:
+        return None
+    after = runner.run(fn.code, holdout, entry=fn.name, timeout_s=settings.timeout_s)
+    counts = _value_counts(registry, reference, runner)
+    damage = harm.estimate(holdout, after, counts, forms=not settings.instructions.strip())
+    if damage.harmful and not asked:
+        return (f"it would do harm on the held-out rows: {damage.describe()}; change only values that are evidently "
+                "wrong (rare beside a common spelling, or off the column's usual form) and leave the rest")
+    with_it = registry.with_entry(RegistryEntry(function=fn, provenance=Provenance(drop="", chunk="", step=0,
+                                                                                    analyst="candidate")))
+    once = clean_with(with_it, after, runner)
+    if not frames_equal(after, once):
+        again = changed_cells(after, once)
+        columns = [c for c in again.columns if again[c].any()]
+        return (f"the module with it is not idempotent on the held-out rows: cleaning them again changes column(s) "
+                f"{columns}; it conflicts with a function already accepted (one undoes or redoes the other's work)")
+    return None
+
+
+_COUNTS: dict[tuple[int, int, int], harm.ValueCounts] = {}
+
+
+def _value_counts(registry: Registry, reference: pd.DataFrame | None, runner: CodeRunner) -> harm.ValueCounts:
+    """The drop's value counts as the registry cleans it, kept per registry version and reference."""
+    key = (id(reference), registry.version, len(registry.entries))
+    if key not in _COUNTS:
+        _COUNTS.clear()
+        cleaned = None if reference is None else clean_with(registry, reference, runner)
+        _COUNTS[key] = harm.ValueCounts.of(cleaned)
+    return _COUNTS[key]
 
 
 def _served_texts(numbers: tuple[int, ...], items: tuple[InstructionItem, ...]) -> tuple[str, ...]:

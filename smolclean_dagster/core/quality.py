@@ -7,9 +7,10 @@ from collections import Counter
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
+from . import harm
 from .export import render_module
 from .profile import detect_issues
-from .registry import Registry
+from .registry import DroppedFunction, Registry
 from .validate import CodeRunner, as_text, changed_cells, frames_equal
 
 
@@ -44,6 +45,20 @@ class RowExample(BaseModel):
     after: dict[str, str | None]
 
 
+class FunctionChanges(BaseModel):
+    """What one function of the module changed on the held-out rows, in module order: for a person to review."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    cells: int
+    columns: tuple[str, ...] = ()
+    #: Cells whose old value looked valid (see `harm`), and cells a later function set back to their old value.
+    valid_hits: int = 0
+    undone: int = 0
+    pairs: tuple[tuple[str, str, str], ...] = ()  # (column, before, after), up to ten
+
+
 class ValidationReport(BaseModel):
     """The registry's module run on held-out rows it was never shown."""
 
@@ -56,6 +71,7 @@ class ValidationReport(BaseModel):
     checks: tuple[CheckOutcome, ...]
     quality: tuple[ColumnQuality, ...]
     examples: tuple[RowExample, ...] = ()
+    functions: tuple[FunctionChanges, ...] = ()
 
     def check(self, name: str) -> CheckOutcome:
         return next(c for c in self.checks if c.name == name)
@@ -81,7 +97,7 @@ def _issue_counts(df: pd.DataFrame) -> tuple[Counter[str], dict[str, list[str]]]
 
 
 def validate_registry(
-    registry: Registry, holdout: pd.DataFrame, runner: CodeRunner, *, timeout_s: float = 60.0
+    registry: Registry, holdout: pd.DataFrame, runner: CodeRunner, *, timeout_s: float = 60.0, per_function: bool = True
 ) -> ValidationReport:
     """Run the exported module on `holdout` and check it: compiles and passes the gate, keeps every row,
     is idempotent, and leaves no column with more detector findings than before.
@@ -152,7 +168,78 @@ def validate_registry(
         checks=tuple(checks),
         quality=quality,
         examples=examples,
+        functions=function_changes(registry, holdout, once, runner, timeout_s=timeout_s) if per_function else (),
     )
+
+
+def function_changes(registry: Registry, holdout: pd.DataFrame, cleaned: pd.DataFrame, runner: CodeRunner, *,
+                     timeout_s: float = 60.0) -> tuple[FunctionChanges, ...]:
+    """Each function's changes on the held-out rows, run one after another as the module runs them: cells,
+    columns, up to ten before -> after pairs, the cells whose old value looked valid, and those undone later."""
+    if len(cleaned) != len(holdout) or holdout.empty:
+        return ()
+    counts = harm.ValueCounts.of(holdout)
+    final = as_text(cleaned).reset_index(drop=True)
+    out, rows = [], holdout.reset_index(drop=True)
+    for entry in registry.entries:
+        fn = entry.function
+        after = runner.run(fn.code, rows, entry=fn.name, timeout_s=timeout_s).reset_index(drop=True)
+        if len(after) != len(rows):  # rows dropped on purpose: nothing to compare cell by cell
+            out.append(FunctionChanges(name=fn.name, cells=0))
+            rows = after
+            continue
+        diff = changed_cells(rows, after)
+        before_text, after_text = as_text(rows), as_text(after)
+        pairs, undone = [], 0
+        for column in diff.columns:
+            hit = diff[column].to_numpy()
+            for i in hit.nonzero()[0]:
+                if len(pairs) < harm.MAX_PAIRS:
+                    pairs.append((str(column), _shown(before_text.at[i, column]), _shown(after_text.at[i, column])))
+            if column in final.columns:
+                undone += int((final[column][hit].fillna("\0") == before_text[column][hit].fillna("\0")).sum())
+        damage = harm.estimate(rows, after, counts)
+        out.append(FunctionChanges(
+            name=fn.name, cells=int(diff.to_numpy().sum()), columns=tuple(str(c) for c in diff.columns if diff[c].any()),
+            valid_hits=damage.valid_hits, undone=undone, pairs=tuple(pairs),
+        ))
+        rows = after
+    return tuple(out)
+
+
+def _shown(value: str | None) -> str:
+    return "null" if value is None else value
+
+
+def keep_what_holds(registry: Registry, holdout: pd.DataFrame, runner: CodeRunner, *,
+                    timeout_s: float = 60.0) -> tuple[Registry, tuple[DroppedFunction, ...]]:
+    """The registry without the functions that make its module fail a blocking check on the held-out rows, and
+    those functions with the reason: a learning run always ends with a module of what holds.
+
+    The module is checked with its first 1, 2, ... functions; a function whose arrival makes a check fail
+    (it fails on new rows, a second clean() changes the rows again, a column gets more findings) is dropped
+    and the checks go on with the next one.
+
+    Example:
+        >>> kept, dropped = keep_what_holds(registry, holdout_rows, sandbox)   # doctest: +SKIP
+        >>> [(d.name, d.reason) for d in dropped]                               # doctest: +SKIP
+        [('unify_case_city', 'idempotent: a second clean() changed the rows again')]
+    """
+    if holdout.empty or validate_registry(registry, holdout, runner, timeout_s=timeout_s, per_function=False).passed:
+        return registry, ()
+    kept: list = []
+    dropped: list[DroppedFunction] = []
+    for entry in registry.entries:
+        trial = registry.model_copy(update={"entries": (*kept, entry)})
+        report = validate_registry(trial, holdout, runner, timeout_s=timeout_s, per_function=False)
+        if report.passed:
+            kept.append(entry)
+        else:
+            failed = "; ".join(f"{c.name}: {c.detail}" for c in report.checks if not c.passed)
+            dropped.append(DroppedFunction(name=entry.function.name, reason=failed))
+    pruned = registry.model_copy(update={"entries": tuple(kept), "version": registry.version + 1,
+                                         "dropped": (*registry.dropped, *dropped)})
+    return pruned, tuple(dropped)
 
 
 def row_examples(before: pd.DataFrame, after: pd.DataFrame, limit: int = 12) -> tuple[RowExample, ...]:

@@ -57,6 +57,15 @@ class Evidence(BaseModel):
     rows_dropped: int = 0
 
 
+class DroppedFunction(BaseModel):
+    """A function validation took out of the module, and why: the module is exported with what holds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    reason: str
+
+
 class RegistryEntry(BaseModel):
     """One accepted function with its provenance and validation evidence."""
 
@@ -86,6 +95,7 @@ class Registry(BaseModel):
     updated_at: str = ""
     entries: tuple[RegistryEntry, ...] = ()
     declined: tuple[Declined, ...] = Field(default=(), description="instruction items the analyst declined, and why")
+    dropped: tuple[DroppedFunction, ...] = Field(default=(), description="functions validation took out, and why")
 
     @property
     def functions(self) -> list[CleaningFunction]:

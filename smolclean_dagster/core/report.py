@@ -67,6 +67,7 @@ def render_report(
                 "is exported; they say nothing of dirt that is left (see the next sections).", "",
                 "| blocking check | passed | detail |", "|---|---|---|"]
         out += [f"| {c.name} | {'yes' if c.passed else 'NO'} | {_md(c.detail)} |" for c in validation.checks]
+        out += changes_section(validation, registry)
         out += ["", "## Quality before and after (detector findings per column)", "", "| column | before | after |",
                 "|---|---|---|"]
         out += [f"| {_md(q.column)} | {q.before} | {q.after} |" for q in validation.quality]
@@ -102,6 +103,23 @@ def _instructions(registry: Registry, items: tuple[InstructionItem, ...], reads:
                    else f"declined: {s.reason}" if s.state == "declined" else "**open**")
         out.append(f"| {s.number} | {_md(s.text)} | {_md(outcome)} |")
     return out + [""]
+
+
+def changes_section(validation: ValidationReport, registry: Registry) -> list[str]:
+    """Every change the module makes on the held-out rows, per function, for a person to review; and the
+    functions validation took out of the module, with the reason."""
+    out = ["", "## Changes per function on held-out rows", "",
+           "Each function's changes as the module runs them, in order. \"Looked valid\" counts cells whose old value "
+           "was common in its column or in the column's usual form; \"undone\" counts cells a later function set back.",
+           "", "| function | cells changed | columns | looked valid | undone | before -> after (up to 10) |",
+           "|---|---|---|---|---|---|"]
+    for f in validation.functions:
+        pairs = "; ".join(f"{c}: `{_md(b)}` -> `{_md(a)}`" for c, b, a in f.pairs) or "-"
+        out.append(f"| `{f.name}` | {f.cells} | {_md(', '.join(f.columns)) or '-'} | {f.valid_hits} | {f.undone} | {pairs} |")
+    if registry.dropped:
+        out += ["", "Taken out of the module by validation (the module is exported with what holds):", ""]
+        out += [f"- `{d.name}`: {_md(d.reason)}" for d in registry.dropped]
+    return out
 
 
 def left_section(validation: ValidationReport) -> list[str]:

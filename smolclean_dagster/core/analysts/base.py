@@ -40,6 +40,7 @@ class Candidate(BaseModel):
     name: str
     docstring: str
     columns: tuple[str, ...] = ()
+    evidence: str = Field(default="", description="what the rule acted on, with support counts")
 
 
 class ItemDecline(BaseModel):

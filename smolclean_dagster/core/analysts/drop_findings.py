@@ -83,7 +83,9 @@ def drop_findings(request: AnalysisRequest, chunk_findings: list[Finding], prefi
         part = learned.for_columns([f.column])
         tables = [[d.determinant, d.dependent, d.mapping, d.source is not None, list(d.strong)] for d in part.dependencies]
         conditions = [[c.determinant, c.dependent, c.usual, c.value] for c in part.conditions]
-        params = {**f.params, "dependencies": tables, "conditions": conditions, "fill_empty": fill}
+        witnesses = [[d.determinant, d.dependent, d.mapping] for d in part.witnesses]
+        params = {**f.params, "dependencies": tables, "conditions": conditions, "witnesses": witnesses,
+                  "fill_empty": fill}
         out.append(f.model_copy(update={"params": params}))
     return out
 
@@ -100,6 +102,22 @@ def asks_to_fill(instructions: str) -> bool:
 
 
 _FILL = re.compile(r"\b(?:fill|impute)\w*", re.IGNORECASE)
+
+
+def asks_for_plain_numbers(instructions: str) -> bool:
+    """Whether the user's instructions ask for numbers without their units ("numbers without units", "strip the
+    units", "plain numbers"): without that, units are stripped only where most of the column is bare numbers.
+
+    Example:
+        >>> asks_for_plain_numbers("Write numbers without units."), asks_for_plain_numbers("Trim names.")
+        (True, False)
+    """
+    return bool(_PLAIN_NUMBERS.search(instructions or ""))
+
+
+_PLAIN_NUMBERS = re.compile(
+    r"\b(?:without (?:the |their |any )?units?|(?:strip|remove|drop)\w* (?:the |their |all |any )?units?|"
+    r"plain numbers?|bare numbers?)\b", re.IGNORECASE)
 
 
 def _covered(request: AnalysisRequest, prefix: str | None, columns: list[str]) -> set[str]:

@@ -41,7 +41,8 @@ class HybridAnalyst:
             if function.name in request.rejected or len(offered) >= MAX_CANDIDATES or _covered(function, offered.values()):
                 continue
             offered[function.name] = function
-        candidates = tuple(Candidate(name=f.name, docstring=f.summary, columns=f.columns) for f in offered.values())
+        candidates = tuple(Candidate(name=f.name, docstring=f.summary, columns=f.columns, evidence=_evidence(f))
+                           for f in offered.values())
         proposal = self.llm.propose(request.model_copy(update={"candidates": candidates}))
         if proposal.adopt is None:
             return proposal
@@ -61,3 +62,11 @@ def _covered(function, offered) -> bool:
     return any(
         o.rule is not None and o.rule.template == template and set(function.columns) <= set(o.columns) for o in offered
     )
+
+
+def _evidence(function) -> str:
+    """What made the rule act (its findings, with their cell counts), and the examples it documents."""
+    context = function.rule.context if function.rule else {}
+    why = "; ".join(context.get("why", ()))
+    examples = context.get("examples")
+    return f"{why} (e.g. {examples})" if why and isinstance(examples, str) and examples else why

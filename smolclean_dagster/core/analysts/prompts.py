@@ -32,7 +32,7 @@ from .client import Messages
 REGISTRY_BUDGET = 4_000
 ROWS_BUDGET = 5_000
 VALUE_COUNTS_BUDGET = 1_500
-CANDIDATE_TEXT = 160
+CANDIDATE_TEXT = 240
 #: Columns with at most this many distinct values over the reference rows get their value counts shown.
 MAX_DISTINCT_SHOWN = 40
 
@@ -45,6 +45,7 @@ class PromptEntry:
     columns: tuple[str, ...]
     text: str
     complete: bool = True
+    evidence: str = ""
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,8 @@ def analysis_messages(
         items=list(request.items),
         open_items=[f"#{i.number}" for i in request.items if i.state == "open"],
         candidates=[
-            PromptEntry(name=c.name, columns=c.columns, text=_clip(" ".join(c.docstring.split()), CANDIDATE_TEXT))
+            PromptEntry(name=c.name, columns=c.columns, text=_clip(" ".join(c.docstring.split()), CANDIDATE_TEXT),
+                        evidence=_clip(" ".join(c.evidence.split()), CANDIDATE_TEXT))
             for c in request.candidates
         ],
     )

@@ -43,7 +43,7 @@ from ..findings import Finding
 from ..functions import CleaningFunction, RuleSpec
 from ..profile import detect_issues
 from .base import AnalysisRequest, Issue, Proposal
-from .drop_findings import drop_findings
+from .drop_findings import asks_for_plain_numbers, drop_findings
 
 log = logging.getLogger("smolclean.analysts.rules")
 
@@ -108,19 +108,18 @@ def _case(found: list[Finding], refined: list[Finding | None], columns: list[Col
     if f.params["convention"] == convention:
         exceptions = {**f.params["exceptions"], **exceptions}
     exceptions = dict(sorted(exceptions.items())[: case_variants.MAX_EXCEPTIONS])
-    pairs = [(v, case_variants.fix(v, convention, exceptions)) for v in f.examples]
+    letters, keep = params["letters"], params["keep"]
+    pairs = [(v, case_variants.fix(v, convention, exceptions, letters, keep)) for v in f.examples]
     examples = ", ".join(f"{v!r} -> {w!r}" for v, w in pairs[:2] if v != w) or "see the table"
     share = f"{round(100 * case_variants.CONVENTION_SHARE)}% or more"
-    return {"column": f.column, "convention": convention, "exceptions": exceptions, "examples": examples, "share": share}
+    return {"column": f.column, "convention": convention, "exceptions": exceptions, "examples": examples, "share": share,
+            "letters": letters, "keep": list(keep)}
 
 
 def _misspellings(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
     (f,), (r,) = found, refined
-    mapping = dict(r.params["mapping"]) if r else {}
-    targets = set(mapping.values())
-    for rare, frequent in f.params["mapping"].items():  # chunk-only knowledge, where the drop does not contradict it
-        if rare not in mapping and rare not in targets:
-            mapping[rare] = mapping.get(frequent, frequent)
+    # The drop decides what is frequent: in a chunk of 50 rows a misspelling seen five times looks canonical.
+    mapping = dict((r or f).params["mapping"])
     targets = set(mapping.values())
     mapping = {k: v for k, v in sorted(mapping.items()) if k not in targets}  # no chains: applying twice == once
     mapping = dict(list(mapping.items())[: rare_variants.MAX_CORRECTIONS])
@@ -135,12 +134,22 @@ def _numbers(found: list[Finding], refined: list[Finding | None], columns: list[
     return {"column": f.column, "units": params["units"], "families": params["unit_families"]}
 
 
-def _dates(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
+def _dates(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict | None:
     (f,), (r,) = found, refined
-    dayfirst = (r or f).params["dayfirst"]
-    seen = set(f.params["formats"]) | set(r.params["formats"] if r else ())
+    params = (r or f).params  # the drop decides the column's own format
+    if params["round_trip"] < date_format.MIN_ROUND_TRIP:
+        return None  # its own format cannot be written back exactly ("3/4/2020" unpadded): leave the column
+    dayfirst, target = params["dayfirst"], params["dominant"]
+    seen = (set(f.params["formats"]) | set(params["formats"])) - {target}
     formats = [fmt for fmt in candidate_formats(dayfirst) if fmt in seen]  # the detector's order decides
-    return {"column": f.column, "formats": formats, "dayfirst": dayfirst}
+    if target != date_format.ISO_LABEL:
+        formats = [fmt for fmt in formats if date_format.has_time(fmt) == date_format.has_time(target)]
+    if not formats:
+        return None
+    first, last = int(params["first"][:4]), int(params["last"][:4])
+    return {"column": f.column, "formats": formats, "dayfirst": dayfirst,
+            "target": None if target == date_format.ISO_LABEL else target,
+            "years": [first - date_format.YEARS_BEFORE, last + date_format.YEARS_AFTER]}
 
 
 def _booleans(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
@@ -150,6 +159,14 @@ def _booleans(found: list[Finding], refined: list[Finding | None], columns: list
     spellings = sorted(set(f.params["mapping"]) | set(params["mapping"]))
     mapping = {k: canonical[boolean_spellings.SPELLINGS[k][1]] for k in spellings}
     return {"column": f.column, "mapping": mapping, "true_spelling": params["true"], "false_spelling": params["false"]}
+
+
+def _numbers_wanted(params: dict, request: AnalysisRequest) -> bool:
+    """Whether a column's numbers may be rewritten: the user asked for plain numbers, or most of the column's
+    numbers are bare and the ones with a unit were not rounded (then stripping gives the number back)."""
+    if asks_for_plain_numbers(request.instructions):
+        return True
+    return params["bare_share"] >= number_format.MIN_BARE_SHARE and not params["rounded"]
 
 
 def _holds_json_booleans(request: AnalysisRequest, column: str) -> bool:
@@ -170,6 +187,8 @@ def _as_json_booleans(context: dict) -> dict:
 def _dependencies(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict | None:
     tables = [t for f in found for t in f.params["dependencies"]]
     conditions = [c for f in found for c in f.params["conditions"]]
+    repaired = {(t[0], t[1]) for t in tables}
+    witnesses = {(w[0], w[1]): w[2] for f in found for w in f.params.get("witnesses", ()) if (w[0], w[1]) not in repaired}
     if not tables and not conditions:
         return None
     fill_empty = any(f.params.get("fill_empty", False) for f in found)
@@ -185,6 +204,7 @@ def _dependencies(found: list[Finding], refined: list[Finding | None], columns: 
             {"determinant": a, "dependent": b, "mapping": m, "voted": v, "strong": s} for a, b, m, v, s in tables
         ],
         "conditions": [{"determinant": a, "dependent": b, "usual": u, "value": v} for a, b, u, v in conditions],
+        "witnesses": [{"determinant": a, "dependent": b, "mapping": m} for (a, b), m in sorted(witnesses.items())],
         "voted": sorted({b for _, b, _, v, _ in tables if v}),
         "fill_empty": fill_empty,
     }
@@ -268,13 +288,16 @@ class RulesAnalyst:
 
     def _functions(self, request: AnalysisRequest, findings: list[Finding]) -> Iterator[CleaningFunction]:
         taken = {s.name for s in request.registry}
+        rows = None  # the chunk's and reference's rows, each counted once: read only when a rule needs them
         for rule, found in _candidates(findings):
             base = _base_name(rule, found)
             name = _free_name(base, taken)
             if name in request.rejected or base in request.rejected:
                 continue
             columns = [ColumnValues.of(f.column, request.chunk[f.column]) for f in found]
-            refined = [self._refine(f, request) for f in found]
+            if rows is None:
+                rows = _drop_rows(request)
+            refined = [self._refine(f, rows) for f in found]
             if rule.kind not in DROP_KINDS and request.reference is not None and None in refined:
                 # the whole drop does not show this dirt (e.g. a rare suffix is no unit there): trust the drop
                 log.debug("rules: %s on %s not confirmed by the drop", rule.kind, [f.column for f in found])
@@ -282,6 +305,9 @@ class RulesAnalyst:
             context = rule.context(found, refined, columns)
             if context is None:
                 log.debug("rules: nothing safe to do for %s on %s", rule.kind, [f.column for f in found])
+                continue
+            if rule.kind == number_format.KIND and not _numbers_wanted((refined[0] or found[0]).params, request):
+                log.debug("rules: numbers of %s are written in the column's own form", found[0].column)
                 continue
             if rule.kind == boolean_spellings.KIND and _holds_json_booleans(request, found[0].column):
                 context = _as_json_booleans(context)
@@ -335,13 +361,33 @@ class RulesAnalyst:
             log.info("rules: %s not merged: %s", [f.name for f in functions], exc)
             return None
 
-    def _refine(self, finding: Finding, request: AnalysisRequest) -> Finding | None:
+    def _refine(self, finding: Finding, rows: pd.DataFrame | None) -> Finding | None:
         """The same detector over the chunk plus the reference rows: whole-drop evidence, when there is some."""
-        reference = request.reference
-        if reference is None or finding.column not in reference.columns or reference.empty or finding.kind not in KINDS:
+        if rows is None or finding.column not in rows.columns or finding.kind not in KINDS:
             return None
-        both = pd.concat([request.chunk[finding.column], reference[finding.column]], ignore_index=True)
-        return DETECTORS[KINDS.index(finding.kind)].detect(ColumnValues.of(finding.column, both))
+        return DETECTORS[KINDS.index(finding.kind)].detect(ColumnValues.of(finding.column, rows[finding.column]))
+
+
+def _drop_rows(request: AnalysisRequest) -> pd.DataFrame | None:
+    """The chunk's and the reference's rows, each row counted once, or None without reference rows.
+
+    The reference is the drop's visible rows, so it usually holds the chunk's rows too: counted in both, a
+    misspelling the chunk repeats would look twice as common as it is. A row of the chunk is added only where
+    the chunk holds it more often than the reference does.
+    """
+    reference = request.reference
+    if reference is None or reference.empty:
+        return None
+    chunk = request.chunk[[c for c in reference.columns if c in request.chunk.columns]]
+    chunk_keys, reference_keys = _row_keys(chunk), _row_keys(reference)
+    in_reference = chunk_keys.map(reference_keys.value_counts()).fillna(0).to_numpy()
+    extra = chunk_keys.groupby(chunk_keys).cumcount().to_numpy() >= in_reference
+    return pd.concat([reference, chunk[extra]], ignore_index=True)
+
+
+def _row_keys(frame: pd.DataFrame) -> pd.Series:
+    """A hash of each row's cells as text (JSON lists and objects are unhashable as they are)."""
+    return pd.util.hash_pandas_object(frame.astype(str), index=False).reset_index(drop=True)
 
 
 #: Context keys that only illustrate a docstring: merging keeps the first function's.

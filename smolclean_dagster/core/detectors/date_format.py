@@ -1,5 +1,8 @@
 """Detector: dates written in several formats in a mostly-date column ("1978-03-22", "03/22/1978",
-"December 1, 1965", "15-Mar-85", "3/22/1978 7:10 PM")."""
+"December 1, 1965", "15-Mar-85", "3/22/1978 7:10 PM").
+
+The column's own format is the one most of its cells use; the other cells are what is off. ISO 8601 is what a
+user may ask for, not what the detector imposes: a column written "2012/01/01" throughout is consistent."""
 
 from __future__ import annotations
 
@@ -38,6 +41,11 @@ WORDED = (
     "%d-%b-%y", "%d %b %y", "%d-%B-%Y", "%A, %B %d, %Y", "%a, %d %b %Y", "%a %b %d %Y",
 )
 TIMES = ("%H:%M", "%H:%M:%S", "%I:%M %p", "%I:%M:%S %p", "%I:%M%p")
+#: A column's own format is written back only when this share of its values come back unchanged from it.
+MIN_ROUND_TRIP = 0.95
+#: A date is rewritten only when its year lies this far around the years of the column's own dates: a
+#: string written backwards ("10/10/2102") parses, but is no date of the column.
+YEARS_BEFORE, YEARS_AFTER = 100, 1
 
 
 def candidate_formats(dayfirst: bool) -> tuple[str, ...]:
@@ -53,7 +61,7 @@ def has_time(fmt: str) -> bool:
 
 
 def detect(column: ColumnValues) -> Finding | None:
-    """Find cells of a date column not written in ISO 8601, when the column mixes formats.
+    """Find cells of a date column not written in its own (most common) format, when the column mixes formats.
 
     A column written in one format throughout is consistent and not flagged. Day or month first is read
     from the values that settle it (a first number above 12 is a day); without evidence, month first.
@@ -61,8 +69,8 @@ def detect(column: ColumnValues) -> Finding | None:
     Example:
         >>> col = ColumnValues.of("d", pd.Series(["1978-03-22", "03/22/1978", "December 1, 1965", "2001-01-05"]))
         >>> f = detect(col)
-        >>> f.count, f.params["formats"], f.params["dayfirst"]
-        (2, ['%m/%d/%Y', '%B %d, %Y'], False)
+        >>> f.count, f.params["dominant"], f.params["formats"], f.params["dayfirst"]
+        (2, 'ISO 8601', ['%m/%d/%Y', '%B %d, %Y'], False)
     """
     values = column.meaningful
     sample = dict(list(values.items())[:SAMPLE_VALUES])  # most columns are obviously not dates
@@ -78,21 +86,34 @@ def detect(column: ColumnValues) -> Finding | None:
         cells[label] = cells.get(label, 0) + values[value]
     if len(cells) < 2:
         return None
-    to_fix = {v: values[v] for v, label in labels.items() if label != ISO_LABEL}
-    seen = [f for f in formats if f in cells]
     dominant = max(cells, key=lambda label: (cells[label], label))
+    to_fix = {v: values[v] for v, label in labels.items() if label != dominant}
+    seen = [f for f in formats if f in cells and f != dominant]
+    first, last, round_trip = _dominant_dates([v for v, label in labels.items() if label == dominant], dominant)
     n = sum(to_fix.values())
     return Finding(
         kind=KIND,
         column=column.name,
         count=n,
         message=(
-            f"{n} cells of {column.name!r} write dates in {len(seen)} format(s) other than ISO 8601 "
-            f"({', '.join(seen)}); the most common is {dominant}"
+            f"{n} cells of {column.name!r} write dates in {len(seen) + (ISO_LABEL in cells and dominant != ISO_LABEL)} "
+            f"format(s) other than the column's own, {dominant} ({cells[dominant]} of {sum(cells.values())} cells)"
         ),
         examples=top_examples(to_fix),
-        params={"formats": seen, "dominant": dominant, "dayfirst": dayfirst, "format_cells": cells},
+        params={"formats": seen, "dominant": dominant, "dayfirst": dayfirst, "format_cells": cells,
+                "first": first, "last": last, "round_trip": round_trip},
     )
+
+
+def _dominant_dates(words: list[str], fmt: str) -> tuple[str, str, float]:
+    """The earliest and latest date (ISO) written in the column's own format, and the share of those values
+    that come back unchanged when parsed and written again in it (1.0 for ISO 8601)."""
+    text = pd.Series(words, dtype=object)
+    parsed = pd.to_datetime(text, format="ISO8601" if fmt == ISO_LABEL else fmt, errors="coerce")
+    if parsed.isna().all():
+        return "", "", 0.0
+    again = 1.0 if fmt == ISO_LABEL else float((parsed.dt.strftime(fmt) == text).mean())
+    return parsed.min().strftime("%Y-%m-%d"), parsed.max().strftime("%Y-%m-%d"), round(again, 4)
 
 
 def _shaped(values: dict[str, int]) -> bool:

@@ -48,8 +48,9 @@ MIN_SUPPORT = 3
 MAX_KEY_SHARE = 0.5
 #: A dependency holds when this share of the rows with evidence agree with their key's majority ...
 MIN_AGREEMENT = 0.9
-#: ... the keys with a clear majority (this share of their rows, this many times the runner-up) ...
-KEY_SHARE, KEY_RATIO = 0.5, 2.0
+#: ... the keys with a clear majority (this share of their rows, this many times the runner-up, and this many
+#: rows behind the majority value: the value replaced is the rare one) ...
+KEY_SHARE, KEY_RATIO, KEY_ROWS = 0.75, 3.0, 3
 #: ... cover this share of those rows ...
 MIN_COVER = 0.5
 #: ... and it explains B better than B's most common value alone (violations at most this share).
@@ -74,6 +75,10 @@ MAX_DETERMINANTS = 4
 MAX_COPY_WORK = 50_000_000
 #: Rows a key needs before its value may overwrite a value that is valid on its own.
 STRONG_SUPPORT = 50
+#: A determinant identifies an entity (an ID, an address, a zip code) when it has this many distinct values and
+#: at most this many rows per value on average; a category (a state, a county, a city) does not, and a value
+#: beside it is not repaired from it ("Springfield" names cities in many states).
+MIN_ENTITY_KEYS, MAX_ROWS_PER_KEY = 2, 20
 #: Keys kept over all the tables of one drop, best-supported first (about 30 characters of code each).
 MAX_TABLE_ENTRIES = 2500
 
@@ -110,6 +115,9 @@ class Dependencies:
     dependencies: tuple[Dependency, ...] = ()
     conditions: tuple[Condition, ...] = ()
     protected: tuple[str, ...] = field(default=())
+    #: Dependencies every row keeps (nothing to repair) on a determinant that repairs another column: they
+    #: only testify whether a row's key is right (a zip code whose county and state the row contradicts).
+    witnesses: tuple[Dependency, ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.dependencies or self.conditions)
@@ -122,11 +130,11 @@ class Dependencies:
     def for_columns(self, columns: list[str]) -> Dependencies:
         """Only what repairs `columns`."""
         keep = set(columns)
-        return Dependencies(
-            tuple(d for d in self.dependencies if d.dependent in keep),
-            tuple(c for c in self.conditions if c.dependent in keep),
-            self.protected,
-        )
+        kept = tuple(d for d in self.dependencies if d.dependent in keep)
+        determinants = {d.determinant for d in kept}
+        witnesses = tuple(d for d in (*self.dependencies, *self.witnesses)
+                          if d.dependent not in keep and d.determinant in determinants and d.source is None)
+        return Dependencies(kept, tuple(c for c in self.conditions if c.dependent in keep), self.protected, witnesses)
 
 
 def cell_keys(series: pd.Series) -> pd.Series:
@@ -153,10 +161,11 @@ def learn(frame: pd.DataFrame) -> Dependencies:
     for name, c in zip(columns, frame.columns):
         codes[name], values[name] = pd.factorize(keys[c])
     determinants = [c for c in columns if _repeats(codes[c], len(values[c]))]
+    entities = [c for c in determinants if _identifies(codes[c], len(values[c]))]
 
     plain: dict[str, list[Dependency]] = {}
     for b in columns:
-        for a in determinants:
+        for a in entities:
             if a != b and (dep := _dependency(a, b, codes, values)) is not None:
                 plain.setdefault(b, []).append(dep)
     entities = _entities(determinants, codes, values, plain)
@@ -173,13 +182,17 @@ def learn(frame: pd.DataFrame) -> Dependencies:
                 voted.append(dep)
         ranked = sorted(voted or plain.get(b, []), key=lambda d: (-d.agreement, d.determinant))
         found.extend(ranked[:MAX_DETERMINANTS])
-    # A dependent every row already agrees with has nothing to repair: its tables would only add bulk.
+    # A dependent every row already agrees with has nothing to repair: its table only testifies to its key.
     broken = {d.dependent for d in found if d.agreement < 1.0}
-    found = [d for d in found if d.dependent in broken]
+    repairing = [d for d in found if d.dependent in broken]
+    keys = {d.determinant for d in repairing if d.source is None}
+    witnesses = [d for d in found if d.dependent not in broken and d.determinant in keys and d.source is None]
     conditions = [c for b in columns if b not in protected for c in _conditions(b, columns, codes, values)]
     order = {c: i for i, c in enumerate(columns)}
-    found.sort(key=lambda d: order[d.dependent])
-    return Dependencies(tuple(_bounded(found)), tuple(conditions), tuple(protected))
+    repairing.sort(key=lambda d: order[d.dependent])
+    witnesses.sort(key=lambda d: (order[d.dependent], d.determinant))
+    return Dependencies(tuple(_bounded(repairing)), tuple(conditions), tuple(protected),
+                        tuple(_bounded(witnesses, MAX_TABLE_ENTRIES // 2)))
 
 
 def _bounded(found: list[Dependency], limit: int = MAX_TABLE_ENTRIES) -> list[Dependency]:
@@ -203,6 +216,10 @@ def _bounded(found: list[Dependency], limit: int = MAX_TABLE_ENTRIES) -> list[De
 def _repeats(code: np.ndarray, distinct: int) -> bool:
     filled = int((code >= 0).sum())
     return filled >= MIN_ROWS and 2 <= distinct <= MAX_KEY_SHARE * filled
+
+
+def _identifies(code: np.ndarray, distinct: int) -> bool:
+    return distinct >= MIN_ENTITY_KEYS and int((code >= 0).sum()) <= MAX_ROWS_PER_KEY * distinct
 
 
 def _key_stats(ca: np.ndarray, cb: np.ndarray, nb: int, weights: np.ndarray | None):
@@ -233,10 +250,11 @@ def _dependency(a, b, codes, values, *, weights=None, source=None) -> Dependency
     evidence = rows >= MIN_SUPPORT
     if not evidence.any():
         return None
-    share, ratio, cover, agreement = (
-        (SOURCE_KEY_SHARE, 1.0, SOURCE_COVER, SOURCE_AGREEMENT) if source else (KEY_SHARE, KEY_RATIO, MIN_COVER, MIN_AGREEMENT)
+    share, ratio, cover, agreement, top_rows = (
+        (SOURCE_KEY_SHARE, 1.0, SOURCE_COVER, SOURCE_AGREEMENT, 0) if source
+        else (KEY_SHARE, KEY_RATIO, MIN_COVER, MIN_AGREEMENT, KEY_ROWS)
     )
-    clear = evidence & (top >= share * support) & (top >= ratio * second) & (top > second)
+    clear = evidence & (top >= share * support) & (top >= ratio * second) & (top > second) & (top >= top_rows)
     agree = top[evidence].sum() / support[evidence].sum()
     if support[clear].sum() < cover * support[evidence].sum() or agree < agreement:
         return None
@@ -344,8 +362,9 @@ def repair(frame: pd.DataFrame, learned: Dependencies, *, rounds: int = 10, fill
     """`frame` with the cells that break `learned` repaired; the reference for the rule template.
 
     A cell is repaired when every determinant that knows the row's key names the same value, and, unless
-    sources voted, the new value fits the row's other columns better than the old one (an established
-    key is not re-labelled by a coincidence) and contradicts none of them. A cell holding a value that is
+    sources voted, the key agrees with every other column of the row it determines (else the key itself may
+    be the wrong cell), and the new value fits the row's other columns better than the old one (an
+    established key is not re-labelled by a coincidence) and contradicts none of them. A cell holding a value that is
     valid on its own (some key's usual value) changes only when sources voted or a key with
     `STRONG_SUPPORT` rows names the new value; an empty cell is filled only with `fill_empty`.
 
@@ -378,7 +397,10 @@ def repair(frame: pd.DataFrame, learned: Dependencies, *, rounds: int = 10, fill
                 voted |= d.source is not None
                 valid |= set(d.mapping.values())
                 strong |= key(d.determinant).isin(d.strong)
-                proposal, conflict = _vote(proposal, conflict, key(d.determinant).map(d.mapping))
+                named = key(d.determinant).map(d.mapping)
+                if d.source is None:  # a key the row's other columns contradict may be the wrong cell itself
+                    named = named.where(~_key_doubted(d, learned, out, key))
+                proposal, conflict = _vote(proposal, conflict, named)
             for c in (c for c in learned.conditions if c.dependent == b and c.determinant in out.columns):
                 off = key(c.determinant).notna() & (key(c.determinant) != c.usual)
                 implied = pd.Series(np.where(off, c.value, None), index=out.index, dtype=object)
@@ -398,6 +420,18 @@ def repair(frame: pd.DataFrame, learned: Dependencies, *, rounds: int = 10, fill
         if not changed:
             break
     return out
+
+
+def _key_doubted(d: Dependency, learned: Dependencies, out: pd.DataFrame, key) -> pd.Series:
+    """Rows whose key names, for another column it determines, a value the row does not hold: then the key
+    may be the wrong cell (a zip code typed wrong), and it repairs nothing in that row."""
+    doubted = pd.Series(False, index=out.index)
+    for other in (*learned.dependencies, *learned.witnesses):
+        if other.determinant == d.determinant and other.dependent != d.dependent and other.source is None \
+                and other.dependent in out.columns:
+            named, held = key(d.determinant).map(other.mapping), key(other.dependent)
+            doubted |= named.notna() & held.notna() & (named != held)
+    return doubted
 
 
 def _vote(proposal: pd.Series, conflict: pd.Series, new: pd.Series) -> tuple[pd.Series, pd.Series]:

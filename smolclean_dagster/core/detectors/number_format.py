@@ -17,6 +17,12 @@ MIN_NUMERIC_SHARE = 0.9
 MIN_UNIT_CELLS = 3
 MIN_UNIT_SHARE = 0.05
 
+#: Numbers written with a unit were rounded when this share of the bare numbers carry more decimals than any of them.
+ROUNDED_SHARE = 0.25
+#: A column's own form is bare numbers when this share of its numbers carry no unit or currency: only then are
+#: units stripped unasked (a column of "12.0 oz" is written consistently, with its unit).
+MIN_BARE_SHARE = 0.5
+
 NUMBER = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+"
 #: Currency in front: a symbol, a dollar with its country ("US$"), or an ISO code.
 CURRENCY_CODES = (
@@ -116,7 +122,7 @@ def detect(column: ColumnValues) -> Finding | None:
         >>> import pandas as pd
         >>> col = ColumnValues.of("price", pd.Series(["$1,234.56", "12.50", "2500 USD"]))
         >>> detect(col).params
-        {'units': ['$', 'USD'], 'unit_families': ['usd'], 'fixable_cells': 2}
+        {'units': ['$', 'USD'], 'unit_families': ['usd'], 'fixable_cells': 2, 'bare_share': 0.3333, 'rounded': False}
     """
     values = column.meaningful
     numbers = _with_units(parse_numbers(values))
@@ -142,14 +148,39 @@ def detect(column: ColumnValues) -> Finding | None:
     message = f"{n} cells of {column.name!r} write numbers with units, currency or thousands separators"
     if len(families) > 1:
         message += f"; several units ({', '.join(families)}) are mixed, so no unit is stripped"
+    bare = sum(x.cells for x in numbers if not x.prefix and not x.suffix)
     return Finding(
         kind=KIND,
         column=column.name,
         count=n,
         message=message,
         examples=top_examples(affected),
-        params={"units": units, "unit_families": families, "fixable_cells": fixable},
+        params={"units": units, "unit_families": families, "fixable_cells": fixable,
+                "bare_share": round(bare / sum(x.cells for x in numbers), 4), "rounded": _rounded(numbers)},
     )
+
+
+def _rounded(numbers: list[Number]) -> bool:
+    """True when the numbers written with a unit carry fewer decimals than the column's bare numbers usually do
+    ("0.06%" where the bare numbers read "0.055"): they were rounded, and stripping the unit would not give the
+    value back.
+
+    Example:
+        >>> _rounded(parse_numbers({"0.055": 30, "0.061": 20, "0.06%": 12, "0.05%": 9}))
+        True
+        >>> _rounded(parse_numbers({"0.055": 30, "0.06": 20, "0.065%": 12, "0.05%": 9}))
+        False
+    """
+    def decimals(x: Number) -> int:
+        return len(x.number.partition(".")[2])
+
+    decorated = [x for x in numbers if x.prefix or x.suffix]
+    bare = [x for x in numbers if not x.prefix and not x.suffix]
+    if sum(x.cells for x in decorated) < MIN_UNIT_CELLS or not bare:
+        return False
+    most = max(decimals(x) for x in decorated)
+    finer = sum(x.cells for x in bare if decimals(x) > most)
+    return finer >= ROUNDED_SHARE * sum(x.cells for x in bare)
 
 
 def fixable_cells(column: ColumnValues, units: list[str]) -> int:

@@ -1,5 +1,10 @@
 """Detector: rare values one or two typing errors away from a frequent value of a categorical column
-("Premum" beside 120 "Premium"; "birminghxm" beside "birmingham")."""
+("Premum" beside 120 "Premium"; "birminghxm" beside "birmingham"), written backwards ("ESLAF" beside "FALSE"),
+or holding a stray character the column's values never use ("TRU\u0140E" beside "TRUE").
+
+Do no harm: a map goes from a value of one or two cells to one far more frequent (by cells), within an edit
+distance that grows with the word's length; a frequent value is never rewritten, and a rare value whose
+nearest frequent values are equally close stays as it is (nothing says which was meant)."""
 
 from __future__ import annotations
 
@@ -87,13 +92,45 @@ def variant_mapping(values: dict[str, int]) -> dict[str, str]:
     for value, n in rare[-MAX_RARE_VALUES:]:
         allowed = max(1, len(value) // CHARS_PER_EDIT)
         limit = sum(1 for _, m in frequent if m >= n * MIN_FREQUENCY_RATIO)  # `frequent` is sorted by cells
-        match = process.extractOne(value.casefold(), choices[:limit], scorer=Levenshtein.distance, score_cutoff=allowed)
-        if match is not None and match[1] > 0:  # distance 0 is a case variant: the case detector's job
-            targets[value] = frequent[match[2]][0]
+        close = process.extract(value.casefold(), choices[:limit], scorer=Levenshtein.distance, score_cutoff=allowed,
+                                limit=2)
+        if close and close[0][1] > 0 and (len(close) == 1 or close[1][1] > close[0][1]):
+            targets[value] = frequent[close[0][2]][0]  # distance 0 is a case variant: the case detector's job
+    targets.update(garbled_mapping(values))
     resolved = {}
-    for value, target in targets.items():
+    for value, target in sorted(targets.items()):
         while target in targets:  # cells grow along a chain, so it ends
             target = targets[target]
         resolved[value] = target
     kept = sorted(resolved, key=lambda v: (-values[v], v))[:MAX_CORRECTIONS]
     return {v: resolved[v] for v in sorted(kept)}
+
+
+#: A garbled value is matched only when it is this long: short words reverse into other words ("no", "on").
+MIN_GARBLED_LENGTH = 4
+
+
+def garbled_mapping(values: dict[str, int]) -> dict[str, str]:
+    """{rare value: frequent value} for rare values that ARE a frequent value once stray characters are removed
+    (characters beyond ASCII the column's frequent values never use) or once read backwards. Exact matches
+    only, so a value of any column kind qualifies; the frequent value needs `MIN_FREQUENT_CELLS` cells and
+    `MIN_FREQUENCY_RATIO` times the rare value's.
+
+    Example:
+        >>> garbled_mapping({"TRUE": 40, "FALSE": 38, "TRU\u0140E": 1, "ESLAF": 1, "EURT": 9})
+        {'ESLAF': 'FALSE', 'TRU\u0140E': 'TRUE'}
+    """
+    frequent = {v: n for v, n in values.items() if n >= MIN_FREQUENT_CELLS}
+    if not frequent:
+        return {}
+    letters = {c for v in frequent for c in v.casefold()}
+    out: dict[str, str] = {}
+    for value, n in values.items():
+        if value in frequent or len(value) < MIN_GARBLED_LENGTH:
+            continue
+        stray = "".join(c for c in value if c <= "\x7f" or c.casefold() in letters)
+        for candidate in (stray, value[::-1]):
+            if candidate != value and frequent.get(candidate, 0) >= n * MIN_FREQUENCY_RATIO:
+                out[value] = candidate
+                break
+    return dict(sorted(out.items()))

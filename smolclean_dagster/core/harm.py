@@ -1,0 +1,146 @@
+"""Harm estimated without labels: how many of the cells a function changes held a value that looks valid.
+
+Nobody tells us which cells are wrong, but a drop says a lot about which values are right: a value many rows
+hold is presumed valid, and so is a value written in the form most of its column uses. A function that
+mostly rewrites such values ("CEO" -> "ceo" in a column of job titles, every "2012/01/01" -> "2012-01-01", a
+city holding forty rows swapped for another) is doing harm, whatever its code says it fixes. Validation
+measures this on held-out rows and sends such a function back with the numbers (a rule's is dropped).
+
+Which changes count as hitting a valid value (`looks_valid`):
+- the same value in another spelling or another value of the same form, when the old value is common in its
+  column (at least `COMMON_CELLS` rows, and at least 1/`RARER` of the new value's rows): a typo is rare, a
+  value forty rows hold is not;
+- any value written in the column's dominant form (the shape `DOMINANT_SHAPE` of its cells share), moved
+  out of it ("2012/01/01" -> "2012-01-01" where every date reads "2012/01/01").
+A spelling of "no value" ("N/A", "") never counts: making it a null is a representation, not a loss. The
+user's words win: a form the instructions may ask for does not count when there are instructions, and a
+function serving an instruction item is not judged here at all.
+
+Example:
+    >>> import pandas as pd
+    >>> counts = ValueCounts.of(pd.DataFrame({"title": ["ceo"] * 5 + ["CEO"] * 40 + ["director"] * 60}))
+    >>> before = pd.DataFrame({"title": ["CEO", "CEO", "CEO", "directr", "director"]})
+    >>> after = pd.DataFrame({"title": ["ceo", "ceo", "ceo", "director", "director"]})
+    >>> h = estimate(before, after, counts)
+    >>> h.changed, h.valid_hits, h.harmful
+    (4, 3, True)
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from .detectors.cells import is_null_token
+from .validate import as_text, changed_cells
+
+#: A value held by this many rows of its column is common ...
+COMMON_CELLS = 3
+#: ... unless the value it becomes is held by this many times more rows (a frequent typo stays a typo).
+RARER = 5
+#: A shape is the column's dominant form when this share of its cells have it.
+DOMINANT_SHAPE = 0.6
+#: A function is harmful when more than this share of the cells it changes held valid-looking values ...
+HARM_SHARE = 0.5
+#: ... and at least this many: one or two are not evidence.
+MIN_HARM_CELLS = 3
+#: Before -> after pairs kept to show the reader.
+MAX_PAIRS = 10
+
+_DIGITS = re.compile(r"\d+")
+_UPPER = re.compile(r"[^\W\d_a-z]+")  # runs of letters that are not lower case ASCII (upper and foreign)
+_LOWER = re.compile(r"[a-z]+")
+
+
+def shape(value: str) -> str:
+    """A value's form: digit runs as 9, letter runs as A (capital first) or a, the rest as written.
+
+    Example:
+        >>> shape("2012/01/01"), shape("2012-01-01"), shape("0.05%"), shape("New York")
+        ('9/9/9', '9-9-9', '9.9%', 'Aa Aa')
+    """
+    out = _DIGITS.sub("9", value)
+    out = _UPPER.sub("A", out)
+    return _LOWER.sub("a", out)
+
+
+@dataclass(frozen=True)
+class ValueCounts:
+    """Rows per value and per shape of each column of a drop: what "common" and "dominant" are judged by."""
+
+    values: dict[str, Counter] = field(default_factory=dict)
+    shapes: dict[str, Counter] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame | None) -> ValueCounts:
+        if frame is None or frame.empty:
+            return cls()
+        text = as_text(frame)
+        values, shapes = {}, {}
+        for column in text.columns:
+            cells = [v.strip() for v in text[column].dropna() if not is_null_token(v)]
+            values[str(column)] = Counter(cells)
+            shapes[str(column)] = Counter(shape(v) for v in cells)
+        return cls(values, shapes)
+
+    def dominant(self, column: str) -> str | None:
+        """The shape most of the column's cells share, if one does."""
+        shapes = self.shapes.get(column)
+        if not shapes:
+            return None
+        form, n = shapes.most_common(1)[0]
+        return form if n >= DOMINANT_SHAPE * sum(shapes.values()) else None
+
+    def looks_valid(self, column: str, old: str, new: str | None, *, forms: bool = True) -> bool:
+        """Whether changing `old` to `new` in `column` rewrites a value that looks valid (module docstring);
+        without `forms`, a value moved out of the column's usual form does not count (the user asked for a form)."""
+        if is_null_token(old):
+            return False
+        counts = self.values.get(column, Counter())
+        old_key, new_key = old.strip(), (new or "").strip()
+        common = counts[old_key] >= COMMON_CELLS and counts[old_key] * RARER >= counts[new_key]
+        if common and (shape(old_key) == shape(new_key) or old_key.casefold() == new_key.casefold()):
+            return True
+        form = self.dominant(column) if forms else None
+        return form is not None and shape(old_key) == form and shape(new_key) != form
+
+
+@dataclass(frozen=True)
+class Harm:
+    """What one function did to the rows it was tried on."""
+
+    changed: int = 0
+    valid_hits: int = 0
+    pairs: tuple[tuple[str, str, str], ...] = ()  # (column, before, after) of valid-looking values rewritten
+
+    @property
+    def harmful(self) -> bool:
+        return self.valid_hits >= MIN_HARM_CELLS and self.valid_hits > HARM_SHARE * self.changed
+
+    def describe(self) -> str:
+        shown = ", ".join(f"{c}: {b!r} -> {a!r}" for c, b, a in self.pairs[:3])
+        return (f"{self.valid_hits} of the {self.changed} cells it changed held a value that looks valid "
+                f"(common in its column, or in the column's usual form), e.g. {shown}")
+
+
+def estimate(before: pd.DataFrame, after: pd.DataFrame, counts: ValueCounts, *, forms: bool = True) -> Harm:
+    """The harm of the change from `before` to `after` (same rows, same order), judged by `counts`; `forms`
+    False when the user's instructions may ask for another form (dates, numbers, case): only values count."""
+    if len(before) != len(after) or before.empty:
+        return Harm()
+    diff = changed_cells(before, after)
+    b, a = as_text(before).reset_index(drop=True), as_text(after).reset_index(drop=True)
+    changed = hits = 0
+    pairs: list[tuple[str, str, str]] = []
+    for column in diff.columns:
+        rows = diff.index[diff[column]]
+        changed += len(rows)
+        for old, new in zip(b.loc[rows, column], a.loc[rows, column]):
+            if isinstance(old, str) and counts.looks_valid(str(column), old, new, forms=forms):
+                hits += 1
+                if len(pairs) < MAX_PAIRS:
+                    pairs.append((str(column), old, "" if new is None else new))
+    return Harm(changed, hits, tuple(pairs))

@@ -1,0 +1,216 @@
+"""Do no harm: on data nobody tuned for, a cell the rules change must come out right, or stay as it was.
+
+Each test is one shape of damage seen on real files (made-up values of the same shape): the offline rules,
+learned from a drop with its own rows as reference, must leave the valid values alone. The harm estimate
+sends back a model's function that mostly rewrites valid-looking values, with the numbers.
+"""
+
+from __future__ import annotations
+
+import doctest
+import random
+
+import pandas as pd
+import pytest
+
+from llm_server import ScriptedLLM, reply
+from smolclean_dagster.core import harm
+from smolclean_dagster.core.analysts import drop_findings as drop_findings_module
+from smolclean_dagster.core.analysts import make_analyst
+from smolclean_dagster.core.analysts.base import AnalysisRequest
+from smolclean_dagster.core.analysts.rules import RulesAnalyst
+from smolclean_dagster.core.detectors import dependencies
+from smolclean_dagster.core.loop import ChunkWork, LoopSettings, run_chunk
+from smolclean_dagster.core.profile import detect_issues
+from smolclean_dagster.core.registry import RegistryStore
+from smolclean_dagster.core.steps import VerdictStep
+
+
+def load(fn):
+    namespace: dict = {}
+    exec(compile(fn.code, fn.name, "exec"), namespace)  # tests only: the product runs it in the sandbox
+    return namespace[fn.name]
+
+
+def module_of(drop: pd.DataFrame, chunk: pd.DataFrame | None = None, max_steps: int = 12):
+    """What the rules learn from `drop` (a chunk of it with the whole drop as reference), as one function
+    applying every accepted function in order; and the names of those functions."""
+    chunk = drop.head(50).reset_index(drop=True) if chunk is None else chunk
+    analyst, functions, rejected = RulesAnalyst(), [], []
+    for step in range(1, max_steps + 1):
+        current = chunk
+        for fn in functions:
+            current = load(fn)(current)
+        proposal = analyst.propose(AnalysisRequest(
+            dataset="d", chunk_id="c0", step=step, chunk=current, findings=tuple(detect_issues(current)),
+            reference=_cleaned(drop, functions), rejected=tuple(rejected)))
+        if proposal.function is None:
+            break
+        functions.append(proposal.function)
+        rejected.append(proposal.function.name)
+
+    def clean(df: pd.DataFrame) -> pd.DataFrame:
+        return _cleaned(df, functions)
+
+    return clean, [f.name for f in functions]
+
+
+def _cleaned(df: pd.DataFrame, functions) -> pd.DataFrame:
+    for fn in functions:
+        df = load(fn)(df)
+    return df
+
+
+def changed(before: pd.DataFrame, after: pd.DataFrame, column: str) -> dict[str, str]:
+    return {b: a for b, a in zip(before[column], after[column]) if b != a}
+
+
+def test_a_free_text_column_is_not_case_converted_because_most_of_it_is_lower_case():
+    rng = random.Random(1)
+    roles = ["director", "secretary", "treasurer", "member", "president", "vice president", "agent", "manager",
+             "clerk", "officer", "partner", "trustee", "founder"]
+    values = [rng.choice(roles) for _ in range(400)] + ["CEO"] * 20 + ["Chairman, CEO"] * 8 + ["IT Consulting"] * 6
+    rng.shuffle(values)
+    drop = pd.DataFrame({"id": [str(i) for i in range(len(values))], "role": values}, dtype=object)
+    clean, _ = module_of(drop)
+    out = clean(drop)
+    assert changed(drop, out, "role") == {}
+
+
+def test_stray_letters_are_removed_not_case_mapped_and_codes_keep_out_of_domain_values():
+    rng = random.Random(2)
+    flags = [rng.choice(["TRUE", "FALSE"]) for _ in range(300)] + ["TRU\u0140E", "FAL\u00a4SE", "ESLAF"]
+    codes = ["US", "TW", "DE", "FR", "GB", "JP", "CN", "IN", "BR", "MX", "CA", "IT", "ES"]
+    countries = [rng.choice(codes) for _ in range(300)] + ["Taiwan", "us", "Germany"]
+    drop = pd.DataFrame({"active": flags, "country": countries}, dtype=object)
+    clean, _ = module_of(drop)
+    out = clean(drop)
+    assert changed(drop, out, "active") == {"TRU\u0140E": "TRUE", "FAL\u00a4SE": "FALSE", "ESLAF": "FALSE"}
+    assert changed(drop, out, "country") == {"us": "US"}
+
+
+def test_a_case_convention_is_not_learned_from_one_value():
+    drop = pd.DataFrame({"id": [str(i) for i in range(200)], "country": ["USA"] * 198 + ["usa", "usa "]}, dtype=object)
+    clean, _ = module_of(drop)
+    next_drop = pd.DataFrame({"id": ["1", "2", "3"], "country": ["Thailand", "Federated States of Micronesia", "USA"]},
+                             dtype=object)
+    assert clean(next_drop).equals(next_drop)
+
+
+def test_a_misspelling_common_in_the_chunk_does_not_become_the_spelling():
+    # the chunk (the first 50 rows) holds "Pittsburg" ten times and "Pittsburgh" twice; the drop holds
+    # "Pittsburgh" on 122 rows
+    cities = ["Pittsburg"] * 10 + ["Pittsburgh"] * 2 + ["Erie", "Reading", "Altoona", "Scranton"] * 9 + ["Allentown"] * 2
+    rest = ["Pittsburgh"] * 120 + ["Erie", "Reading", "Altoona", "Scranton", "Allentown"] * 30
+    drop = pd.DataFrame({"id": [str(i) for i in range(len(cities) + len(rest))], "city": cities + rest}, dtype=object)
+    clean, names = module_of(drop)
+    out = clean(drop)
+    assert "Pittsburgh" not in changed(drop, out, "city"), names
+
+
+def test_a_date_column_written_one_way_stays_that_way_and_the_few_others_take_its_form():
+    days = pd.date_range("2012-01-01", periods=400, freq="D")
+    values = [d.strftime("%Y/%m/%d") for d in days]
+    values[10], values[20] = "January 11, 2012", "01/21/2012"
+    values[30] = "10/10/2102"  # "2012/01/01" written backwards parses as a date far outside the column's years
+    drop = pd.DataFrame({"id": [str(i) for i in range(len(values))], "day": values}, dtype=object)
+    clean, names = module_of(drop)
+    out = clean(drop)
+    assert changed(drop, out, "day") == {"January 11, 2012": "2012/01/11", "01/21/2012": "2012/01/21"}, names
+
+
+def test_units_stay_where_the_column_is_written_with_them_and_rounded_ones_are_not_stripped():
+    rng = random.Random(3)
+    ounces = [rng.choice(["12.0 oz", "12.0 oz.", "12.0 ounce", "16.0 oz"]) for _ in range(300)]
+    abv = [f"0.0{rng.randint(40, 99)}" for _ in range(240)] + [f"0.0{rng.randint(4, 9)}%" for _ in range(60)]
+    drop = pd.DataFrame({"ounces": ounces, "abv": abv}, dtype=object)
+    clean, names = module_of(drop)
+    out = clean(drop)
+    assert changed(drop, out, "ounces") == {} and changed(drop, out, "abv") == {}, names
+    asked = RulesAnalyst().propose(AnalysisRequest(
+        dataset="d", chunk_id="c0", step=1, chunk=drop.head(50), findings=tuple(detect_issues(drop.head(50))),
+        reference=drop, instructions="Write numbers without units."))
+    assert asked.function is not None and asked.function.name.startswith("normalize_numbers")
+
+
+def registry_rows(n: int, seed: int) -> pd.DataFrame:
+    """Companies: each zip code names one city, county and state; each zip has a handful of companies."""
+    rng = random.Random(seed)
+    places = [("Springfield", "Sangamon", "IL"), ("Peoria", "Peoria", "IL"), ("Madison", "Dane", "WI"),
+              ("Austin", "Travis", "TX"), ("Salem", "Marion", "OR"), ("Eugene", "Lane", "OR")]
+    zips = {f"{10000 + 37 * i}": places[i % len(places)] for i in range(60)}
+    rows = []
+    for i in range(n):
+        z = rng.choice(sorted(zips))
+        city, county, state = zips[z]
+        rows.append({"company": f"C{seed}{i:05d}", "zip": z, "city": city, "county": county, "state": state})
+    return pd.DataFrame(rows, dtype=object)
+
+
+def test_dependency_repair_on_the_next_drop_leaves_a_correct_city_whose_key_is_the_wrong_cell():
+    drop = registry_rows(1200, seed=4)
+    drop.loc[5, "city"] = "Springfeild"  # a typo the drop repairs from its zip code
+    learned = dependencies.learn(drop)
+    assert dependencies.repair(drop, learned).loc[5, "city"] == "Springfield"
+    next_drop = registry_rows(300, seed=5)
+    # companies in a city the first drop never held, whose zip code was typed as a known one: the city,
+    # county and state are right and the zip code is the wrong cell
+    moved = list(range(0, 40, 4))
+    next_drop.loc[moved, ["city", "county", "state"]] = ["Boise", "Ada", "ID"]
+    repaired = dependencies.repair(next_drop, learned)
+    for column in ("city", "county", "state"):
+        assert repaired[column].equals(next_drop[column]), column
+
+
+def test_a_category_does_not_repair_the_values_beside_it():
+    # city -> state holds on most rows, but a city is a category (Springfield is in many states), not an entity
+    rng = random.Random(6)
+    rows = [{"city": "Springfield", "state": rng.choice(["IL"] * 19 + ["MO"])} for _ in range(400)]
+    rows += [{"city": "Salem", "state": "OR"} for _ in range(400)]
+    drop = pd.DataFrame(rows, dtype=object)
+    assert not [d for d in dependencies.learn(drop).dependencies if d.determinant == "city"]
+
+
+def test_harm_is_estimated_from_the_drop_alone():
+    assert doctest.testmod(harm).failed == 0
+    assert doctest.testmod(drop_findings_module).failed == 0
+
+
+LOWER_ROLES = '''import pandas as pd
+
+
+def lower_role(df: pd.DataFrame) -> pd.DataFrame:
+    """Lower-case `role` ("CEO" -> "ceo")."""
+    df = df.copy()
+    df["role"] = df["role"].str.lower()
+    return df
+'''
+
+
+@pytest.fixture
+def llm():
+    with ScriptedLLM() as server:
+        yield server
+
+
+def test_a_model_function_that_rewrites_valid_values_is_sent_back_with_the_numbers(llm, tmp_path, sandbox):
+    rng = random.Random(7)
+    roles = ["director", "secretary", "member", "agent"] * 5 + ["CEO", "CFO", "President"]
+    drop = pd.DataFrame({"id": [str(i) for i in range(300)], "role": [rng.choice(roles) for _ in range(300)]},
+                        dtype=object)
+    llm.add(reply(f"<issues>\n- role: mixed case\n</issues>\n<code>\n```python\n{LOWER_ROLES}```\n</code>\n"
+                  "<status>needs_more_work</status>"),
+            reply("<issues>\n</issues>\n<status>clean</status>"))
+    analyst = make_analyst("llm", model="openai/test-model", api_base=llm.api_base, api_key="test",
+                           cache_dir=tmp_path / "cache", backoff_s=0.01, backoff_max_s=0.05, timeout_s=5.0)
+    work = ChunkWork(dataset="d", drop="d.csv", chunk_id="c0", rows=drop.iloc[:50].reset_index(drop=True),
+                     holdout=drop.iloc[200:].reset_index(drop=True), reference=drop.iloc[:200].reset_index(drop=True))
+    store = RegistryStore(tmp_path / "registry.json", "d")
+    steps = list(run_chunk(work, analyst, store, sandbox, LoopSettings(max_steps=3)))
+    verdict = next(s for s in steps if isinstance(s, VerdictStep))
+    assert not verdict.accepted
+    assert "would do harm on the held-out rows" in verdict.reason and "looks valid" in verdict.reason
+    assert "'CEO' -> 'ceo'" in verdict.reason or "'CFO' -> 'cfo'" in verdict.reason
+    assert store.load().entries == ()
+    # the reason went back to the model in the next step's prompt
+    assert "would do harm on the held-out rows" in llm.requests[-1].prompt
