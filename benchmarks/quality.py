@@ -1,9 +1,10 @@
 """Cleaning quality on the Raha/Baran dirty/clean benchmarks: the learning flow with the rules analyst
 (zero labels), scored cell by cell beside the published numbers of other systems.
 
-Run: `python benchmarks/quality.py [--datasets beers hospital] [--data DIR] [--keep DIR]`.
+Run: `python benchmarks/quality.py [--datasets beers hospital] [--data DIR ...] [--keep DIR] [--instructions TEXT]`.
 
-For every dataset folder (dirty.csv + clean.csv) under ../shared/benchmarks/data it learns a module with
+For every dataset folder (dirty.csv + clean.csv) under ../shared/benchmarks/data and ../shared/benchmarks/zeroed
+(the same tables with another generator's errors; shown as "zeroed/<name>") it learns a module with
 the real flow, `smolclean_dagster.learning.learn()`, on a fresh temporary workdir (Dagster runs, chunk
 waves, the sandbox, validation, export), cleans the whole dirty file with the exported module (the
 `cleaned_data` asset: sandboxed batches), and scores the cleaned cells against clean.csv.
@@ -55,7 +56,12 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import describe_machine, machine_info, quiet_logs, table, write_results  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "data"
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks"
+DATA = SHARED / "data"
+#: Folders scored by default: the published pairs, and the same tables with another generator's errors.
+DEFAULT_DATA = (DATA, SHARED / "zeroed")
+#: Do no harm: a cell the module changes must come out right; this precision is the bar in both settings.
+PRECISION_BAR = 0.95
 
 #: Published F1 of error correction (see ../shared/research/landscape.md for the sources).
 PUBLISHED = {
@@ -276,7 +282,7 @@ def cleaned_as_text(path: Path) -> pd.DataFrame:
 
 @dataclass
 class Run:
-    dataset: str
+    dataset: str  # the folder's name, prefixed by its collection unless it is the published data ("zeroed/beers")
     rows: int
     columns: int
     seconds: float
@@ -296,8 +302,8 @@ def learn_and_score(folder: Path, workdir: Path, options: dict) -> Run:
     from smolclean_dagster.learning import learn
     from smolclean_dagster.settings import DatasetSettings
 
-    name = folder.name
-    settings = DatasetSettings(name=name, workdir=workdir, analyst="rules", **options)
+    name = label(folder)
+    settings = DatasetSettings(name=folder.name, workdir=workdir, analyst="rules", **options)
     started = time.perf_counter()
     outcome = learn(settings, folder / "dirty.csv", log_level="ERROR")
     seconds = time.perf_counter() - started
@@ -344,6 +350,11 @@ def next_drop(folder: Path, workdir: Path, options: dict, run: Run) -> None:
     run.next_drop = score_frames(*tail, cleaned_as_text(out))
 
 
+def label(folder: Path) -> str:
+    """A dataset's name in results: its folder's, prefixed by its collection unless that is the published data."""
+    return folder.name if folder.parent.resolve() == DATA.resolve() else f"{folder.parent.name}/{folder.name}"
+
+
 def _function_names(settings) -> list[str]:
     from smolclean_dagster.core.storage import DatasetStore
 
@@ -359,17 +370,22 @@ def report(runs: list[Run], machine: dict, options: dict) -> str:
         kind, goal = TARGETS.get(r.dataset, (None, None))
         got = (e if kind == "exact" else i).f1 if kind else None
         nxt = r.next_drop.exact.f1 if r.next_drop else None
+        nxt_p = r.next_drop.exact.precision if r.next_drop else None
         same = r.whole_on_second_half.exact.f1 if r.whole_on_second_half else None
-        rows.append([r.dataset, f"{r.rows}x{r.columns}", e.errors, e.precision, e.recall, e.f1, nxt, same,
-                     i.errors, i.precision, i.recall, i.f1,
+        held = e.precision >= PRECISION_BAR and (r.next_drop is None or nxt_p >= PRECISION_BAR)
+        rows.append([r.dataset, f"{r.rows}x{r.columns}", e.errors, e.changes, e.precision, e.recall, e.f1,
+                     None if r.next_drop is None else r.next_drop.exact.changes, nxt_p, nxt, same,
+                     "yes" if held else "NO", i.precision, i.recall, i.f1,
                      f"{kind} >= {goal}: {'met' if got >= goal else 'NOT met'}" if kind else "-",
                      r.functions, r.chunks, f"{r.seconds:.0f}"])
     ours = table(
-        ["dataset", "size", "errors", "P", "R", "exact F1 (whole file)", "exact F1 (next drop)",
-         "exact F1 (whole-file module, 2nd half)", "errors (repr.)", "P (repr.)", "R (repr.)",
-         "F1 (repr.-insensitive, whole file)", "target", "functions", "chunks", "learn+clean s"],
+        ["dataset", "size", "errors", "changes", "P", "R", "exact F1 (whole file)", "changes (next drop)",
+         "P (next drop)", "exact F1 (next drop)", "exact F1 (whole-file module, 2nd half)",
+         f"P >= {PRECISION_BAR} both", "P (repr.)", "R (repr.)", "F1 (repr.-insensitive, whole file)", "target",
+         "functions", "chunks", "learn+clean s"],
         rows,
     )
+    runs = [r for r in runs if r.dataset in PUBLISHED["Garf"]]  # published figures exist for the original pairs only
     names = [r.dataset for r in runs]
     headers = [f"{n} ({_size_note(n, r.rows)})" if n in PUBLISHED_ROWS else n for n, r in zip(names, runs)]
     published = [[system, *[scores.get(n) for n in names]] for system, scores in PUBLISHED.items()]
@@ -377,7 +393,7 @@ def report(runs: list[Run], machine: dict, options: dict) -> str:
     published.insert(1, ["smolclean, rules, 0 labels: exact F1, next drop",
                          *[r.next_drop.exact.f1 if r.next_drop else None for r in runs]])
     beside = table(["F1 of error correction", *headers], published)
-    settings = ", ".join(f"{k}={v}" for k, v in options.items())
+    settings = ", ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in options.items())
     return (f"Machine: {describe_machine(machine)}\nSettings: analyst=rules, {settings}\n\n{ours}\n\n{beside}\n"
             "(next drop: learned from the first half of the rows, scored on the second half)")
 
@@ -388,7 +404,10 @@ def _size_note(name: str, rows: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=DATA, help=f"folder of <dataset>/dirty.csv + clean.csv ({DATA})")
+    parser.add_argument("--data", type=Path, nargs="+", default=list(DEFAULT_DATA),
+                        help="folders of <dataset>/dirty.csv + clean.csv (default: ../shared/benchmarks/data and zeroed)")
+    parser.add_argument("--instructions", default=None, help="the user's instructions for every dataset (default: none)")
+    parser.add_argument("--name", default="quality", help="results file name under benchmarks/results (default: quality)")
     parser.add_argument("--datasets", nargs="*", default=None, help="dataset folder names (default: all)")
     parser.add_argument("--keep", type=Path, default=None, help="learn in this workdir and keep it (default: a temp dir)")
     parser.add_argument("--chunk-budget", type=int, default=None, help="chunks analysed per drop (default: the setting's)")
@@ -400,15 +419,18 @@ def main(argv: list[str] | None = None) -> int:
     quiet_logs()
     logging.basicConfig(level=logging.WARNING)
 
-    folders = sorted((p for p in args.data.iterdir() if (p / "dirty.csv").is_file() and (p / "clean.csv").is_file()),
-                     key=lambda p: (ORDER.index(p.name) if p.name in ORDER else len(ORDER), p.name))
+    folders = [
+        p for data in args.data
+        for p in sorted((p for p in data.iterdir() if (p / "dirty.csv").is_file() and (p / "clean.csv").is_file()),
+                        key=lambda p: (ORDER.index(p.name) if p.name in ORDER else len(ORDER), p.name))
+    ]
     if args.datasets:
-        unknown = set(args.datasets) - {p.name for p in folders}
+        unknown = set(args.datasets) - {p.name for p in folders} - {label(p) for p in folders}
         if unknown:
-            parser.error(f"no dataset(s) {sorted(unknown)} under {args.data}")
-        folders = [p for p in folders if p.name in args.datasets]
+            parser.error(f"no dataset(s) {sorted(unknown)} under {', '.join(map(str, args.data))}")
+        folders = [p for p in folders if p.name in args.datasets or label(p) in args.datasets]
     options = {k: v for k, v in (("chunk_budget", args.chunk_budget), ("max_steps", args.max_steps),
-                                 ("concurrency", args.concurrency)) if v is not None}
+                                 ("concurrency", args.concurrency), ("instructions", args.instructions)) if v is not None}
     from smolclean_dagster.settings import DatasetSettings
 
     defaults = DatasetSettings(name="x")
@@ -417,13 +439,13 @@ def main(argv: list[str] | None = None) -> int:
     machine = machine_info()
     runs = []
     for folder in folders:
-        print(f"{folder.name}: learning with the rules analyst ...", flush=True)
+        print(f"{label(folder)}: learning with the rules analyst ...", flush=True)
         if args.keep:
-            workdir = args.keep / folder.name
+            workdir = args.keep / label(folder).replace("/", "_")
             shutil.rmtree(workdir, ignore_errors=True)
             runs.append(learn_and_score(folder, workdir, options))
             if not args.no_next_drop:
-                next_drop(folder, args.keep / f"{folder.name}_next_drop", options, runs[-1])
+                next_drop(folder, args.keep / f"{label(folder).replace('/', '_')}_next_drop", options, runs[-1])
         else:
             with tempfile.TemporaryDirectory(prefix=f"smolclean-quality-{folder.name}-") as tmp:
                 runs.append(learn_and_score(folder, Path(tmp) / "whole", options))
@@ -431,8 +453,10 @@ def main(argv: list[str] | None = None) -> int:
                     next_drop(folder, Path(tmp) / "next_drop", options, runs[-1])
         r = runs[-1]
         nxt = f", next drop {r.next_drop.exact.f1:.3f}" if r.next_drop else ""
-        print(f"  {r.functions} functions from {r.chunks} chunks in {r.seconds:.0f} s: "
-              f"exact F1 {r.score.exact.f1:.3f}{nxt} (representation-insensitive F1 {r.score.insensitive.f1:.3f})")
+        nxt_p = f" at precision {r.next_drop.exact.precision:.3f}" if r.next_drop else ""
+        print(f"  {r.functions} functions from {r.chunks} chunks in {r.seconds:.0f} s: exact F1 {r.score.exact.f1:.3f} "
+              f"at precision {r.score.exact.precision:.3f}{nxt}{nxt_p} (representation-insensitive F1 "
+              f"{r.score.insensitive.f1:.3f})")
     text = report(runs, machine, shown)
     print()
     print(text)
@@ -440,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
         payload = {
             "machine": machine,
             "settings": {"analyst": "rules", **shown},
-            "data": _shown_path(args.data),
+            "data": [_shown_path(d) for d in args.data],
             "datasets": {
                 r.dataset: {
                     "rows": r.rows, "columns": r.columns, "seconds": r.seconds, "functions": r.functions,
@@ -460,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
             },
             "published_f1": PUBLISHED,
         }
-        print(f"wrote {write_results('quality', payload)}")
+        print(f"wrote {write_results(args.name, payload)}")
     return 0
 
 

@@ -119,6 +119,7 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
             steps=StepBudget(total=s.step_budget, per_chunk=s.max_steps, used=used),
             open_items=tuple(i.number for i in open_items(registry.coverage(items))),
             first_wave=1 if s.reads_instructions else s.planning_interval,
+            ask_model=s.reads_instructions,
         )
         new = [c for c in plan.selected if not context.instance.has_dynamic_partition(chunk_parts.name, c)]
         if new:

@@ -26,13 +26,13 @@ def learned(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("cli")
     data = root / "shipments.csv"
     rows = ["ref,carrier,weight,shipped,fragile"]
-    carriers = ["DHL", "dhl", " UPS", "ups ", "FedEx", "FEDEX"]
+    carriers = ["DHL", "UPS", "FedEx"] * 3 + ["dhl", " UPS", "ups ", "FEDEX"]  # a few rows in another spelling
     for i in range(180):
         weight = f"{(i % 40) + 0.5} kg" if i % 3 else f"{(i % 40) + 0.5}"
         shipped = f"2024-03-{(i % 28) + 1:02d}" if i % 5 else f"{(i % 12) + 1}/{(i % 28) + 1}/2024"
         fragile = ["yes", "no", "Y", "N", "n/a"][i % 5]
         ref = f"S{i:04d}" + (" " if i >= 150 and i % 2 else "")  # dirt only the last rows show
-        rows.append(f"{ref},{carriers[i % 6]},{weight},{shipped},{fragile}")
+        rows.append(f"{ref},{carriers[i % len(carriers)]},{weight},{shipped},{fragile}")
     data.write_text("\n".join(rows) + "\n", encoding="utf-8")
     workdir = root / "work"
     proc = subprocess.run([*SMOLCLEAN, "learn", str(data), "--name", "shipments", "--workdir", str(workdir)],

@@ -30,7 +30,7 @@ from .profile import detect_issues
 from .registry import Provenance, Registry, RegistryEntry, RegistryStore
 from .sandbox import GateRejected, SandboxCrashed, SandboxError, SandboxTimeout, ResourceLimitExceeded, FunctionFailed
 from .steps import FinalStep, ProposalStep, Step, VerdictStep
-from . import harm
+from . import harm, queries
 from .validate import CodeRunner, changed_cells, check_candidate, frames_equal
 
 log = logging.getLogger("smolclean.loop")
@@ -138,6 +138,9 @@ def run_chunk(
             )
         )
         fn = proposal.function
+        answer = None
+        if fn is None and proposal.query and not proposal.error:
+            answer = _answer(proposal.query, work, runner, settings)
         yield ProposalStep(
             step=step,
             findings=len(findings),
@@ -146,6 +149,8 @@ def run_chunk(
             function_name=fn.name if fn else None,
             code=fn.code if fn else None,
             adopted=proposal.adopt if fn is not None else None,
+            query=proposal.query if answer is not None else None,
+            query_result=answer,
             serves=proposal.serves,
             declines=proposal.declines,
             usage=proposal.usage,
@@ -157,6 +162,9 @@ def run_chunk(
         if fn is None:
             if proposal.error:  # a reply the analyst could not use (the model's fault): shown back, uses a step
                 feedback = proposal.error
+                continue
+            if answer is not None:  # a query uses a step; its answer is what the model reads next
+                feedback = " ".join(notes + [f"Your query `{proposal.query}` over the drop's rows returned:\n{answer}"])
                 continue
             if proposal.adopt is not None:
                 feedback = f"no ready-made candidates are offered here, so `{proposal.adopt}` cannot be adopted; " \
@@ -275,6 +283,15 @@ def _value_counts(registry: Registry, reference: pd.DataFrame | None, runner: Co
         cleaned = None if reference is None else clean_with(registry, reference, runner)
         _COUNTS[key] = harm.ValueCounts.of(cleaned)
     return _COUNTS[key]
+
+
+def _answer(query: str, work: ChunkWork, runner: CodeRunner, settings: LoopSettings) -> str:
+    """The answer to the model's read-only query over the drop's visible rows, or why it could not run."""
+    rows = work.reference if work.reference is not None else work.rows
+    try:
+        return queries.run_query(query, rows, runner, timeout_s=settings.timeout_s)
+    except (queries.QueryError, *MODEL_FAULTS) as exc:
+        return f"the query could not run: {type(exc).__name__}: {exc}"
 
 
 def _served_texts(numbers: tuple[int, ...], items: tuple[InstructionItem, ...]) -> tuple[str, ...]:

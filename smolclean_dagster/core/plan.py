@@ -162,6 +162,7 @@ def select_wave(
     steps: StepBudget = StepBudget(),
     open_items: tuple[int, ...] = (),
     first_wave: int = 1,
+    ask_model: bool = False,
 ) -> ChunkPlan:
     """Choose the next wave: chunks whose residual dirt no chosen chunk has shown, then a spread sample, or a
     chunk for the instruction items still open. The first wave has at most `first_wave` chunks: one for a
@@ -209,6 +210,9 @@ def select_wave(
     # Instructions no detector sees still need a chunk to be worked on.
     if not reasons and open_items and spare:
         reasons[spare.pop(0)] = "open instruction items: " + ", ".join(f"#{n}" for n in open_items)
+    # A model that is configured is always asked: it reads the whole drop's evidence, which no chunk's detectors see.
+    if not reasons and ask_model and plan.waves == 0 and spare:
+        reasons[spare.pop(0)] = "the model is asked once over the whole drop's evidence (the chunks' detectors are quiet)"
     if not reasons:
         stopped = "instruction items open but no chunk left" if open_items else "no new dirt"
         return plan.model_copy(update={"done": True, "stopped": stopped, "steps_used": steps.used})
@@ -239,6 +243,7 @@ def plan_chunks(
     steps: StepBudget = StepBudget(),
     open_items: tuple[int, ...] = (),
     first_wave: int = 1,
+    ask_model: bool = False,
 ) -> ChunkPlan:
     """Split a drop (or continue `previous`) and choose the next wave of chunks for the analyst.
 
@@ -254,7 +259,7 @@ def plan_chunks(
     probe = probe_chunks(plan, budget)
     signatures = residual_signatures(plan, df, probe, clean or (lambda rows: rows))
     return select_wave(plan, signatures, wave_size=wave_size or budget, budget=budget, steps=steps,
-                       open_items=open_items, first_wave=first_wave)
+                       open_items=open_items, first_wave=first_wave, ask_model=ask_model)
 
 
 def _spread(n: int, k: int) -> list[int]:

@@ -24,6 +24,8 @@ class ProposalStep(BaseModel):
     function_name: str | None = None
     code: str | None = None
     adopted: str | None = Field(default=None, description="the ready-made candidate the model adopted, if it did")
+    query: str | None = Field(default=None, description="the read-only query the model asked of the drop")
+    query_result: str | None = Field(default=None, description="its answer as the model read it (or the error)")
     serves: tuple[int, ...] = Field(default=(), description="instruction items the reply says the function serves")
     declines: tuple[ItemDecline, ...] = ()
     usage: Usage = Field(default_factory=Usage)

@@ -103,6 +103,7 @@ class Proposal(BaseModel):
     serves: tuple[int, ...] = Field(default=(), description="instruction items the function carries out")
     declines: tuple[ItemDecline, ...] = Field(default=(), description="instruction items declined, with reasons")
     adopt: str | None = Field(default=None, description="the name of a ready-made candidate the model took")
+    query: str | None = Field(default=None, description="a read-only pandas expression over the drop the model asks")
     model: str | None = None
     prompt_hash: str | None = None
     usage: Usage = Field(default_factory=Usage)

@@ -88,7 +88,7 @@ class LLMAnalyst:
             return Proposal(status="needs_more_work", error=error, **context)
         return Proposal(
             issues=reply.issues, function=reply.function, status=reply.status, serves=reply.serves,
-            declines=reply.declines, adopt=reply.adopt, **context,
+            declines=reply.declines, adopt=reply.adopt, query=reply.query, **context,
         )
 
     def merge(self, dataset: str, functions: Sequence[CleaningFunction], instructions: str = "") -> MergeProposal:

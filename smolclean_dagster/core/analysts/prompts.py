@@ -21,6 +21,7 @@ import pandas as pd
 import yaml
 
 from ..errors import AnalystError
+from ..evidence import drop_evidence
 from ..functions import CleaningFunction
 from ..profile import profile_columns
 from ..sandbox.gate import ALLOWED_IMPORTS
@@ -145,12 +146,25 @@ def analysis_messages(
         allow_row_drops=allow_row_drops,
         items=list(request.items),
         open_items=[f"#{i.number}" for i in request.items if i.state == "open"],
+        evidence=_evidence(request.reference),
+        evidence_rows=0 if request.reference is None else len(request.reference),
         candidates=[
             PromptEntry(name=c.name, columns=c.columns, text=_clip(" ".join(c.docstring.split()), CANDIDATE_TEXT),
                         evidence=_clip(" ".join(c.evidence.split()), CANDIDATE_TEXT))
             for c in request.candidates
         ],
     )
+
+
+#: Characters of whole-drop evidence in a prompt (about a thousand tokens).
+EVIDENCE_BUDGET = 4000
+
+
+def _evidence(reference: pd.DataFrame | None) -> str:
+    """The whole-drop evidence (see `core/evidence.py`) over the reference rows as cleaned so far: what is left."""
+    if reference is None or reference.empty:
+        return ""
+    return drop_evidence(reference).render(EVIDENCE_BUDGET)
 
 
 def column_rows(df: pd.DataFrame) -> list[ColumnRow]:

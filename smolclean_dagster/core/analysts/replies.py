@@ -59,6 +59,7 @@ class AnalysisReply:
     serves: tuple[int, ...] = ()
     declines: tuple[ItemDecline, ...] = ()
     adopt: str | None = None
+    query: str | None = None
 
 
 _FLAGS = re.IGNORECASE | re.DOTALL
@@ -82,6 +83,7 @@ _ISSUES = re.compile(
 _SERVES = re.compile(r"<serves>(.*?)(?:</serves>|(?=<)|\Z)", _FLAGS)
 _DECLINED = re.compile(r"<declined?>(.*?)(?:</declined?>|(?=<(?:code|status|serves|adopt|issues)>)|\Z)", _FLAGS)
 _DECLINE_LINE = re.compile(r"^\s*(?:[-*\u2022]\s*)?#?(\d{1,3})\s*[:.)\-\u2013]\s*(.+?)\s*$")
+_QUERY = re.compile(r"<query>\s*(.*?)\s*</query>", re.IGNORECASE | re.DOTALL)
 _ADOPT = re.compile(r"<adopt>\s*`?([A-Za-z_][A-Za-z0-9_]*)`?\s*(?:</adopt>)?", re.IGNORECASE)
 _COLUMNS = re.compile(r"<columns>(.*?)(?:</columns>|(?=<)|\Z)", _FLAGS)
 _SOLVED = re.compile(r"[\(\[]\s*solved\s*[\)\]]\s*$", re.IGNORECASE)
@@ -110,10 +112,19 @@ def parse_analysis_reply(text: str, *, columns: list[str] | tuple[str, ...] = ()
             f"the reply both adopts `{adopt.group(1)}` and sends code; send either <adopt>NAME</adopt> or one "
             "function in <code>, not both"
         )
-    status = _status(rest, has_function=function is not None or adopt is not None)
+    query = _QUERY.search(rest)
+    if query and (function is not None or adopt):
+        raise ReplyError(
+            "the reply sends a <query> and a function; ask the query alone, read its answer in the next step, "
+            "then send the function"
+        )
+    if query:
+        rest = rest[: query.start()] + rest[query.end() :]
+    status = _status(rest, has_function=function is not None or adopt is not None or query is not None)
     return AnalysisReply(
         issues=_issues(rest, columns), function=function, status=status, serves=_serves(rest),
         declines=_declines(rest), adopt=adopt.group(1) if adopt else None,
+        query=query.group(1).strip() if query else None,
     )
 
 

@@ -1,0 +1,64 @@
+"""Read-only queries: the model asks a question of the drop and reads the answer in its next step.
+
+A reply may carry `<query>df[df["city"].str.len() < 4]["city"].value_counts()</query>`: one pandas
+expression over `df`, the drop's rows the analyst may see (every row but the held-out ones), as read. It is
+untrusted code like any function: wrapped in a function, screened by the same code gate, run in the sandbox
+on a copy of the rows, and its result (a frame, series or scalar) comes back as text cut to a budget. A query
+that fails is the model's fault and comes back as the error instead.
+
+Example:
+    >>> query_code('df["city"].value_counts()').splitlines()[4]
+    '    result = (df["city"].value_counts())'
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pandas as pd
+
+from .validate import CodeRunner
+
+#: Characters of a query's answer shown to the model, and its expression's length at most.
+RESULT_BUDGET = 3000
+MAX_QUERY_CHARS = 500
+#: Rows of a frame or series result rendered before the text is cut.
+RESULT_ROWS = 60
+
+
+class QueryError(ValueError):
+    """The query is not one short expression: the model's fault, shown back to it."""
+
+
+def query_code(expression: str) -> str:
+    """The query as a function the sandbox can run: its result rendered as text in a one-cell frame."""
+    expression = expression.strip()
+    if not expression:
+        raise QueryError("the <query> is empty; write one pandas expression over `df`")
+    if len(expression) > MAX_QUERY_CHARS:
+        raise QueryError(f"the query is {len(expression)} characters; keep it to one expression of at most "
+                         f"{MAX_QUERY_CHARS}")
+    try:
+        ast.parse(expression, mode="eval")
+    except SyntaxError as exc:
+        raise QueryError(f"the query is not one Python expression ({exc.msg}); write e.g. "
+                         "df[\"city\"].value_counts().tail(20)") from exc
+    return (
+        "import pandas as pd\n\n\n"
+        "def query(df: pd.DataFrame) -> pd.DataFrame:\n"
+        f"    result = ({expression})\n"
+        "    if isinstance(result, (pd.DataFrame, pd.Series)):\n"
+        f"        text = result.head({RESULT_ROWS}).to_string()\n"
+        f"        if len(result) > {RESULT_ROWS}:\n"
+        f"            text += '\\n(' + str(len(result)) + ' rows in all; the first {RESULT_ROWS} shown)'\n"
+        "    else:\n"
+        "        text = repr(result)\n"
+        f"    return pd.DataFrame({{'result': [text[:{RESULT_BUDGET}]]}})\n"
+    )
+
+
+def run_query(expression: str, rows: pd.DataFrame, runner: CodeRunner, *, timeout_s: float = 10.0) -> str:
+    """The query's answer as text (at most `RESULT_BUDGET` characters). Raises QueryError or the sandbox's
+    errors (the gate's rejection, a failure inside the expression, a timeout): all the model's fault."""
+    out = runner.run(query_code(expression), rows, entry="query", timeout_s=timeout_s)
+    return str(out["result"].iloc[0])

@@ -1,0 +1,97 @@
+"""The model sees the whole drop: evidence computed over every row, read-only queries, and a model that is
+always asked. Real learning runs (Dagster, sandbox) with a scripted model over real HTTP."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from llm_server import ScriptedLLM, reply
+from smolclean_dagster.core import evidence, queries
+from smolclean_dagster.core.analysts.replies import parse_analysis_reply
+from smolclean_dagster.core.drops import drop_key
+from smolclean_dagster.core.plan import choose_holdout
+from smolclean_dagster.core.profile import detect_issues
+from smolclean_dagster.core.storage import DatasetStore
+from smolclean_dagster.core.steps import ChunkTrace
+from smolclean_dagster.learning import learn
+from smolclean_dagster.settings import DatasetSettings
+
+CITIES = [("Chicago", "IL"), ("Milwaukee", "WI"), ("Columbus", "OH"), ("Louisville", "KY"), ("Nashville", "TN"),
+          ("Memphis", "TN"), ("Portland", "OR"), ("Seattle", "WA")]
+CLEAN = "<issues>\n</issues>\n<status>clean</status>"
+QUERY = '<issues>\n- city: a rare spelling\n</issues>\n<query>df[df["city"] == "Chicgo"][["id", "zip"]]</query>'
+
+
+def addresses(path: Path) -> Path:
+    """3,000 addresses, 200 zip codes of 15 rows each; the only dirt lies in three rows far apart: two cities
+    misspelled once each, and one row whose zip code names another city."""
+    rng = random.Random(11)
+    zips = {f"{40000 + 7 * i}": CITIES[i % len(CITIES)] for i in range(200)}
+    keys = sorted(zips) * 15
+    rng.shuffle(keys)
+    rows = [{"id": f"A{i:05d}", "zip": z, "city": zips[z][0], "state": zips[z][1]} for i, z in enumerate(keys)]
+    df = pd.DataFrame(rows)
+    # the dirt is on rows the analyst may see (validation holds out others, which no prompt shows)
+    visible = ~df.index.isin(choose_holdout(drop_key(path), len(df), DatasetSettings(name="x").holdout_fraction))
+    chicago = df.index[(df["city"] == "Chicago") & (df.index > 1000) & visible]
+    seattle = df.index[(df["city"] == "Seattle") & (df.index > 2000) & visible]
+    df.loc[chicago[0], "city"] = "Chicgo"
+    df.loc[seattle[0], "city"] = "Seatle"
+    milwaukee = df.index[(df["city"] == "Milwaukee") & (df.index > 2800) & visible]
+    df.loc[milwaukee[0], ["city", "state"]] = ["Nashville", "WI"]  # the zip and state say Milwaukee
+    df.to_csv(path, index=False)
+    return path
+
+
+def test_the_evidence_shows_rare_values_beside_what_they_resemble_and_broken_dependencies(tmp_path):
+    df = pd.read_csv(addresses(tmp_path / "a.csv"), dtype=str, keep_default_na=False)
+    assert detect_issues(df.head(50)) == []
+    text = evidence.drop_evidence(df).render(4000)
+    assert re.search(r'city: "Chicago" \[\d+\] <- "Chicgo" \[1\] 1 edit', text), text
+    assert re.search(r'city: "Seattle" \[\d+\] <- "Seatle" \[1\] 1 edit', text), text
+    assert re.search(r'zip -> city holds on 99\.\d%: .*"\d+" has "Nashville" \[1\] where its other rows have "Milwaukee"',
+                     text), text
+
+
+def test_a_query_runs_in_the_sandbox_and_a_bad_one_is_the_models_fault(sandbox, tmp_path):
+    df = pd.read_csv(addresses(tmp_path / "a.csv"), dtype=str, keep_default_na=False)
+    answer = queries.run_query('df[df["city"] == "Chicgo"][["id", "zip"]]', df, sandbox)
+    assert "Chicgo" not in answer and re.search(r"A0[0-9]{4}\s+\d{5}", answer)
+    with pytest.raises(queries.QueryError):
+        queries.query_code("import os")
+    from smolclean_dagster.core.sandbox import GateRejected
+
+    with pytest.raises(GateRejected):
+        queries.run_query('open("/etc/passwd").read()', df, sandbox)
+    assert parse_analysis_reply(QUERY, columns=["city"]).query == 'df[df["city"] == "Chicgo"][["id", "zip"]]'
+
+
+def test_the_model_is_asked_on_a_quiet_drop_sees_its_rare_rows_and_reads_its_query_answer(tmp_path):
+    source = addresses(tmp_path / "addresses.csv")
+
+    def answer(recorded):
+        return reply(CLEAN)
+
+    with ScriptedLLM(script=[reply(QUERY)], responder=answer) as llm:
+        settings = DatasetSettings(name="addresses", workdir=tmp_path / "work", model="openai/test-model",
+                                   api_base=llm.api_base, api_key="test", concurrency=1)
+        outcome = learn(settings, source, log_level="ERROR")
+        prompts = [r.prompt for r in llm.requests if "Answer in the reply format" in r.prompt]
+    assert prompts, "the model was never asked"
+    first = prompts[0]
+    assert re.search(r'"Chicago" \[\d+\] <- "Chicgo" \[1\]', first) and re.search(r'"Seattle" \[\d+\] <- "Seatle" \[1\]', first)
+    assert '"Nashville" [1] where its other rows have "Milwaukee"' in first
+    shown = first.split("## The rows")[1].split("## Columns")[0]
+    unseen = [v for v in ('"Chicgo"', '"Seatle"', '"Nashville", "WI"') if v not in shown]
+    assert len(unseen) >= 2, "the dirt lies in rows of several chunks; the model was shown one"
+    assert "Your query `df[df[\"city\"] == \"Chicgo\"][[\"id\", \"zip\"]]` over the drop's rows returned:" in prompts[1]
+    assert re.search(r"A0[0-9]{4}\s+\d{5}", prompts[1].split("returned:")[1])
+    traces = DatasetStore(settings.storage_dir, "addresses").models("chunk_functions", ChunkTrace)
+    steps = [s for t in traces for s in t.steps if getattr(s, "query", None)]
+    assert steps and steps[0].query_result and "A0" in steps[0].query_result
+    assert outcome.module.exists()
