@@ -7,8 +7,8 @@ import re
 import pandas as pd
 import pytest
 
-from smolclean_dagster.core.functions import CleaningFunction
-from smolclean_dagster.core.validate import MAX_COST_PER_CELL_S, check_candidate
+from smolclean_dagster.core.functions import CleaningFunction, RuleSpec
+from smolclean_dagster.core.validate import COST_LIMIT, MAX_COST_PER_CELL_S, check_candidate
 
 CHUNK = pd.DataFrame({"city": [" Boston", "boston", "N/A", "Chicago ", "chicago"], "n": ["1", "2", "3", "4", "5"]},
                      dtype=object)
@@ -94,7 +94,7 @@ def test_a_python_loop_over_cells_is_sent_back_with_its_cost_per_cell(sandbox, l
                               wide_rows(50, 60), sandbox, sample=wide_rows(60, 5000), timeout_s=120)
     assert not verdict.accepted
     measured = re.search(r"too slow for real drops: ([\d.]+) us per cell \(([\d.]+) s on 5000 cells: 5000 rows of the "
-                         r"drop times the 1 column\(s\) it touches\), over the limit of 10 us per cell", verdict.reason)
+                         rf"drop times the 1 column\(s\) it touches\), over the limit of {COST_LIMIT}", verdict.reason)
     assert measured, verdict.reason
     assert float(measured.group(1)) > MAX_COST_PER_CELL_S * 1e6
     assert "vectorise" in verdict.reason and "pd.factorize" in verdict.reason
@@ -134,3 +134,11 @@ def test_values_an_item_it_serves_names_may_become_null_and_no_others(sandbox):
     too_much = fn("df = df.copy()\ndf['status'] = df['status'].where(df['status'] == 'active', None)\nreturn df")
     refused = check_candidate(too_much, rows, rows.iloc[:4], sandbox, asks=(item,))
     assert not refused.accepted and "'inactive'" in refused.reason
+
+
+def test_the_rules_templates_are_held_to_the_same_cost_limit(sandbox):
+    slow = fn("def tidy(x):\n    for _ in range(20_000):\n        x = x.strip()\n    return x.title()\n"
+              "df = df.copy()\ndf['city'] = [tidy(x) for x in df['city']]\nreturn df")
+    templated = slow.model_copy(update={"rule": RuleSpec(template="strip_whitespace.py.j2", context={})})
+    verdict = check_candidate(templated, CHUNK, HOLDOUT, sandbox, timeout_s=120)
+    assert not verdict.accepted and "too slow for real drops" in verdict.reason
