@@ -102,7 +102,7 @@ def test_a_merge_that_loops_over_cells_in_python_is_refused_for_its_cost(sandbox
     # the same output as the two, one cell at a time through a heavy Python function
     slow = CleaningFunction.from_code(
         'def tidy_city(df):\n    """Strip and upper-case city."""\n    df = df.copy()\n'
-        "    def tidy(x):\n        for _ in range(20_000):\n            x = x.strip()\n        return x.upper()\n"
+        "    def tidy(x):\n        for _ in range(40_000):\n            x = x.strip()\n        return x.upper()\n"
         '    df["city"] = [tidy(x) for x in df["city"]]\n    return df\n', columns=["city"])
     registry = _registry(a, b)
     result = consolidate(registry, ROWS, sandbox, rule_merger=None, model_merger=lambda fns: slow, timeout_s=120)

@@ -83,9 +83,9 @@ def test_a_vectorised_fix_over_forty_text_columns_is_accepted(sandbox):
 
 
 @pytest.mark.parametrize("loop", [
-    "def slow(x):\n    for _ in range(20_000):\n        x = x.strip()\n    return x.lower()\n"
+    "def slow(x):\n    for _ in range(40_000):\n        x = x.strip()\n    return x.lower()\n"
     "df['note00'] = [slow(x) for x in df['note00']]",
-    "df['note00'] = df['note00'].apply(lambda x: sum(len(x.strip()) for _ in range(20_000)) and x.strip().lower())",
+    "df['note00'] = df['note00'].apply(lambda x: sum(len(x.strip()) for _ in range(15_000)) and x.strip().lower())",
 ], ids=["list-comprehension", "apply-with-a-heavy-lambda"])
 def test_a_python_loop_over_cells_is_sent_back_with_its_cost_per_cell(sandbox, loop):
     code = 'def tidy_first_note(df):\n    """Strip and lower-case `note00`."""\n    df = df.copy()\n' + \
@@ -104,7 +104,7 @@ def test_the_cost_is_measured_on_values_across_the_drop_not_the_shown_rows_repea
     # a table of answers for the values it was shown, and a heavy fallback for every other value
     code = ('import pandas as pd\n\nKNOWN = {"a": "A", "b": "B"}\n\n\ndef codes_upper(df):\n'
             '    """Upper-case `code`."""\n    df = df.copy()\n'
-            '    def slow(x):\n        for _ in range(20_000):\n            x = x.strip()\n        return x.upper()\n'
+            '    def slow(x):\n        for _ in range(40_000):\n            x = x.strip()\n        return x.upper()\n'
             '    codes, uniques = pd.factorize(df["code"])\n'
             '    fixed = [KNOWN[u] if u in KNOWN else slow(u) for u in uniques]\n'
             '    df["code"] = pd.Series(fixed, dtype=object).take(codes).to_numpy()\n    return df\n')
@@ -137,7 +137,7 @@ def test_values_an_item_it_serves_names_may_become_null_and_no_others(sandbox):
 
 
 def test_the_rules_templates_are_held_to_the_same_cost_limit(sandbox):
-    slow = fn("def tidy(x):\n    for _ in range(20_000):\n        x = x.strip()\n    return x.title()\n"
+    slow = fn("def tidy(x):\n    for _ in range(40_000):\n        x = x.strip()\n    return x.title()\n"
               "df = df.copy()\ndf['city'] = [tidy(x) for x in df['city']]\nreturn df")
     templated = slow.model_copy(update={"rule": RuleSpec(template="strip_whitespace.py.j2", context={})})
     verdict = check_candidate(templated, CHUNK, HOLDOUT, sandbox, timeout_s=120)

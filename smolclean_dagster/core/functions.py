@@ -120,7 +120,7 @@ def columns_in_code(code: str, columns: list[str] | tuple[str, ...]) -> list[str
     """The `columns` the code names in a string literal, in the order of `columns`.
 
     Example:
-        >>> columns_in_code("def f(df):\n    return df.assign(city=df['city'].str.strip())\n", ["id", "city"])
+        >>> columns_in_code("def f(df):\\n    return df.assign(city=df['city'].str.strip())\\n", ["id", "city"])
         ['city']
     """
     literals = {n.value for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
