@@ -159,7 +159,7 @@ def check_candidate(
     return _evidence_verdict(fn, results, holdout_rows=len(holdout), rows_dropped=dropped, require_change=require_change)
 
 
-def cost_rows(frames: list[pd.DataFrame]) -> pd.DataFrame:
+def cost_sample(frames: list[pd.DataFrame]) -> pd.DataFrame:
     """The rows a function's cost is measured on: `frames` in order (the rows it was checked on first, then
     rows drawn across the drop, each with its own values), cut to `COST_ROWS`, or repeated up to it when
     the drop has fewer rows."""
@@ -179,7 +179,7 @@ def measure_cost(fn: CleaningFunction, rows: pd.DataFrame, runner: CodeRunner, *
     code), changes or adds; all of them when it touches none of those.
 
     Example:
-        >>> per_cell, cells, out = measure_cost(fn, cost_rows([chunk, holdout, sample]), sandbox)   # doctest: +SKIP
+        >>> per_cell, cells, out = measure_cost(fn, cost_sample([chunk, holdout, sample]), sandbox)   # doctest: +SKIP
     """
     out, seconds = runner.timed_run(fn.code, rows, entry=fn.name, timeout_s=timeout_s)
     names = [str(c) for c in rows.columns]
@@ -196,7 +196,7 @@ def _cost_problem(fn: CleaningFunction, results: list[tuple[pd.DataFrame, pd.Dat
     """Why the function's cost, measured on many rows, sends it back: too slow per cell, or its output on the
     rows it was checked on differs when it runs on more rows."""
     shown = [frame for frame, _ in results]
-    rows = cost_rows(shown + ([sample] if sample is not None else []))
+    rows = cost_sample(shown + ([sample] if sample is not None else []))
     per_cell, cells, out = measure_cost(fn, rows, runner, timeout_s=timeout_s)
     # the rows it was checked on come first: run on more rows, they must come out as they did (a function
     # that drops rows cannot be lined up row by row)
