@@ -30,6 +30,7 @@ from .core.report import write_report
 from .core.shipped_tests import write_tests
 from .core.steps import ChunkTrace
 from .core.storage import DatasetStore
+from .core.validate import COST_ROWS
 from .core.watch import FileState
 from .metadata import consolidation_metadata, coverage_metadata, frame_preview, findings_metadata, plan_metadata, registry_metadata, trace_metadata, validation_metadata
 from .partitions import chunks_partitions, drops_partitions
@@ -153,7 +154,7 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
         work = ChunkWork(
             dataset=name, drop=plan.drop, chunk_id=context.partition_key,
             rows=plan.chunk_rows(df, context.partition_key), holdout=plan.holdout_rows(df),
-            reference=plan.visible_rows(df, limit=REFERENCE_ROWS),
+            reference=plan.visible_rows(df, limit=REFERENCE_ROWS), sample=plan.visible_rows(df, limit=COST_ROWS),
             hidden=frozenset(c.id for c in plan.chunks if c.wave == wave and c.reason and c.id != context.partition_key),
         )
         sandbox = smolclean_sandbox.get()

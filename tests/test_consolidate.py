@@ -92,3 +92,26 @@ def test_case_fixes_on_different_columns_stay_apart(sandbox):
     a = _rules_function(pd.DataFrame({"city": ["Rome", "Rome", "ROME"]}, dtype=object), ())
     b = _rules_function(pd.DataFrame({"country": ["Peru", "Peru", "PERU"]}, dtype=object), (a.name,))
     assert rules.merge_key(a) != rules.merge_key(b) and rules.merge([a, b]) is None
+
+
+def test_a_merge_that_loops_over_cells_in_python_is_refused_for_its_cost(sandbox):
+    a = CleaningFunction.from_code('def upper_city(df):\n    """Upper-case city."""\n    df = df.copy()\n'
+                                   '    df["city"] = df["city"].str.upper()\n    return df\n', columns=["city"])
+    b = CleaningFunction.from_code('def strip_city(df):\n    """Strip city."""\n    df = df.copy()\n'
+                                   '    df["city"] = df["city"].str.strip()\n    return df\n', columns=["city"])
+    # the same output as the two, one cell at a time through a heavy Python function
+    slow = CleaningFunction.from_code(
+        'def tidy_city(df):\n    """Strip and upper-case city."""\n    df = df.copy()\n'
+        "    def tidy(x):\n        for _ in range(40_000):\n            x = x.strip()\n        return x.upper()\n"
+        '    df["city"] = [tidy(x) for x in df["city"]]\n    return df\n', columns=["city"])
+    registry = _registry(a, b)
+    result = consolidate(registry, ROWS, sandbox, rule_merger=None, model_merger=lambda fns: slow, timeout_s=120)
+    assert [e.function.name for e in result.registry.entries] == ["upper_city", "strip_city"]
+    assert "the merged function was rejected: too slow for real drops" in result.merges[0].reason
+    assert "us per cell" in result.merges[0].reason
+    # the same merge done on whole columns is kept
+    fast = CleaningFunction.from_code(
+        'def tidy_city(df):\n    """Strip and upper-case city."""\n    df = df.copy()\n'
+        '    df["city"] = df["city"].str.strip().str.upper()\n    return df\n', columns=["city"])
+    kept = consolidate(registry, ROWS, sandbox, rule_merger=None, model_merger=lambda fns: fast)
+    assert [e.function.name for e in kept.registry.entries] == ["tidy_city"]

@@ -242,3 +242,33 @@ def test_two_runs_at_concurrency_two_give_the_same_module(tmp_path):
         modules.append(re.sub(r"Updated: .*", "", text))
     assert modules[0] == modules[1]
     assert all(f"def {n}(" in modules[0] for n in ("strip_name", "city_title", "score_nulls"))
+
+
+def test_a_value_the_user_names_may_become_null_and_one_no_item_names_is_still_sent_back(tmp_path, sandbox):
+    rows = pd.DataFrame({"id": [str(i) for i in range(24)],
+                         "status": ["active", "unknown", "inactive", "Unknown", "N/A", "active"] * 4})
+    work = ChunkWork(dataset="d", drop="d.csv", chunk_id="c0", rows=rows, holdout=rows.iloc[:6].reset_index(drop=True))
+    text = "Write the status 'unknown' as a missing value (null)."
+    too_much = function("status_nulls", "Null the statuses that are not active in `status`.",
+                        '    df["status"] = df["status"].where(df["status"] == "active", None)\n')
+    named = function("status_unknown_as_null", "Write `status` 'unknown' (any case) and null tokens as null.",
+                     '    df["status"] = df["status"].where(~df["status"].str.lower().isin(["unknown", "n/a"]), None)\n')
+    from llm_server import reply
+    from smolclean_dagster.core.analysts import make_analyst
+
+    def serving(code):
+        return reply(f"<issues>\n</issues>\n<code>\n```python\n{code}```\n</code>\n<serves>1</serves>\n"
+                     "<status>needs_more_work</status>")
+
+    store = RegistryStore(tmp_path / "registry.json", "d")
+    with ScriptedLLM([serving(too_much), serving(named), reply("<status>clean</status>")]) as llm:
+        analyst = make_analyst("llm", model="openai/test-model", api_base=llm.api_base, api_key="k", cache_dir=None)
+        steps = list(run_chunk(work, analyst, store, sandbox,
+                               LoopSettings(max_steps=5, instructions=text, items=split_instructions(text))))
+        sent_back = llm.requests[1].prompt
+    assert "function status_nulls was rejected: turned the non-null value 'inactive' in column 'status' into null" \
+        in sent_back
+    assert [e.function.name for e in store.load().entries] == ["status_unknown_as_null"]
+    final = steps[-1]
+    assert isinstance(final, FinalStep) and final.reason == "clean"
+    assert [(s.state, s.functions) for s in final.items] == [("served", ("status_unknown_as_null",))]

@@ -110,3 +110,19 @@ def test_a_cleaned_file_with_other_rows_is_refused_naming_it(tmp_path: Path, cap
     assert instructed.main(["--no-write", "--run", f"patients={short}"]) == 2
     err = capsys.readouterr().err
     assert str(short) in err and "10 rows" in err and "60" in err
+
+
+def test_the_cases_hold_what_their_instructions_speak_of_and_make_cases_fails_loudly_otherwise():
+    import random
+
+    emails = [r["customer_email"] for r in instructed.read_rows(CASES / "transactions.jsonl")]
+    assert "unknown" in emails  # "missing (empty, N/A, -, unknown) as null" is exercised
+    patients = instructed.read_rows(CASES / "patients.jsonl")
+    assert "unknown" in [r["email"] for r in patients] and "unknown" in [r["blood_type"] for r in patients]
+    assert "unknown" in [r["stock_qty"] for r in instructed.read_rows(CASES / "products.csv")]
+    dirty, truth = make_cases.transactions(random.Random(1305))
+    for row in dirty:
+        if row["customer_email"] == "unknown":
+            row["customer_email"] = None
+    with pytest.raises(SystemExit, match=r"#3: no 'customer_email' cell matches '\^unknown\$'"):
+        make_cases.check_spoken("transactions", dirty, truth)

@@ -58,11 +58,11 @@ def test_an_installed_wheel_finds_and_renders_its_templates(wheel, tmp_path):
     script = (
         "import smolclean_dagster, pandas as pd\n"
         "from smolclean_dagster.core.analysts.base import AnalysisRequest\n"
-        "from smolclean_dagster.core.analysts.prompts import analysis_messages, render\n"
+        "from smolclean_dagster.core.analysts.prompts import analysis_messages, merge_messages\n"
         "print(smolclean_dagster.__file__)\n"
         "req = AnalysisRequest(dataset='customers', chunk_id='c0', step=1, chunk=pd.DataFrame({'a': [' x']}))\n"
         "print('RENDERED', 'customers' in analysis_messages(req)[1]['content'])\n"
-        "print('MERGE', len(render('consolidation', dataset='d', functions=[], instructions='', allowed_imports=[])))\n"
+        "print('MERGE', len(merge_messages('d', [])))\n"
     )
     # The wheel's copy comes first on the path; the editable install's finder only answers after it.
     env = {**os.environ, "PYTHONPATH": str(target)}

@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 
 from smolclean_dagster.core.analysts.base import AnalysisRequest, RegisteredSummary
-from smolclean_dagster.core.analysts.prompts import analysis_messages, registry_for_prompt, render
+from smolclean_dagster.core.analysts.prompts import analysis_messages, merge_messages, registry_for_prompt, render
 from smolclean_dagster.core.errors import AnalystError
+from smolclean_dagster.core.validate import COST_LIMIT
 
 
 def summary(i: int, column: str) -> RegisteredSummary:
@@ -79,3 +80,23 @@ def test_typed_values_are_shown_as_values_not_as_empty_cells():
 def test_a_template_value_left_out_is_an_error_not_a_blank():
     with pytest.raises(AnalystError, match="prompts/consolidation.yaml"):
         render("consolidation", dataset="d", functions=[], allowed_imports=[])  # no `instructions`
+
+
+def test_the_merge_prompt_states_what_the_analysis_prompt_states_and_the_limit_reads_the_same_everywhere():
+    from pathlib import Path
+
+    analysis = analysis_messages(AnalysisRequest(dataset="d", chunk_id="c", step=1, chunk=pd.DataFrame({"a": ["x"]})))
+    merge = merge_messages("d", [])
+    for system in (analysis[0]["content"], merge[0]["content"]):
+        assert "JSON numbers, booleans, arrays, objects\n  and nulls as Python values" in system  # typed values
+        assert "module constants `NAME = ...` whose value is a literal" in system
+        assert f"costing more than {COST_LIMIT} (CPU time per cell it touches" in system
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    assert f"**{COST_LIMIT}**" in readme and "us per row" not in readme
+
+
+def test_the_prompt_examples_are_not_the_instructed_benchmark_declines():
+    system = analysis_messages(AnalysisRequest(dataset="d", chunk_id="c", step=1,
+                                               chunk=pd.DataFrame({"a": ["x"]})))[0]["content"].lower()
+    for decline in ("duplicate", "exchange rate", "eur", "sort"):
+        assert not re.search(rf"\b{decline}", system), decline

@@ -7,8 +7,8 @@ import re
 import pandas as pd
 import pytest
 
-from smolclean_dagster.core.functions import CleaningFunction
-from smolclean_dagster.core.validate import MAX_COST_PER_ROW_S, check_candidate, measure_cost
+from smolclean_dagster.core.functions import CleaningFunction, RuleSpec
+from smolclean_dagster.core.validate import COST_LIMIT, MAX_COST_PER_CELL_S, check_candidate
 
 CHUNK = pd.DataFrame({"city": [" Boston", "boston", "N/A", "Chicago ", "chicago"], "n": ["1", "2", "3", "4", "5"]},
                      dtype=object)
@@ -63,17 +63,82 @@ def test_dropping_rows_is_allowed_and_counted_when_the_instructions_ask(sandbox)
     assert "dropped 1 row" in verdict.reason
 
 
-def test_a_per_row_loop_is_sent_back_with_its_measured_cost(sandbox):
-    loop = fn("df = df.copy()\ncities = []\nfor _, row in df.iterrows():\n    cities.append(row['city'].strip().title())\n"
-              "df['city'] = cities\nreturn df")
-    verdict = check_candidate(loop, CHUNK, HOLDOUT, sandbox, timeout_s=30)
+WIDE = [f"note{k:02d}" for k in range(40)]
+
+
+def wide_rows(start: int, stop: int) -> pd.DataFrame:
+    """40 text columns with stray spaces and mixed case, every row with values of its own."""
+    return pd.DataFrame({c: [f"  Note {c} {i} " if i % 2 else f"note {c} {i}" for i in range(start, stop)]
+                         for c in WIDE}, dtype=object)
+
+
+def test_a_vectorised_fix_over_forty_text_columns_is_accepted(sandbox):
+    tidy = CleaningFunction.from_code(
+        'def tidy_notes(df):\n    """Strip and lower-case every note column."""\n    df = df.copy()\n'
+        "    for column in df.columns:\n        df[column] = df[column].str.strip().str.lower()\n    return df\n")
+    verdict = check_candidate(tidy, wide_rows(0, 50), wide_rows(50, 60), sandbox, sample=wide_rows(60, 5000),
+                              timeout_s=60)
+    assert verdict.accepted, verdict.reason
+    assert len(verdict.evidence.columns_changed) == 40
+
+
+@pytest.mark.parametrize("loop", [
+    "def slow(x):\n    for _ in range(40_000):\n        x = x.strip()\n    return x.lower()\n"
+    "df['note00'] = [slow(x) for x in df['note00']]",
+    "df['note00'] = df['note00'].apply(lambda x: sum(len(x.strip()) for _ in range(15_000)) and x.strip().lower())",
+], ids=["list-comprehension", "apply-with-a-heavy-lambda"])
+def test_a_python_loop_over_cells_is_sent_back_with_its_cost_per_cell(sandbox, loop):
+    code = 'def tidy_first_note(df):\n    """Strip and lower-case `note00`."""\n    df = df.copy()\n' + \
+        "".join(f"    {line}\n" for line in loop.splitlines()) + "    return df\n"
+    verdict = check_candidate(CleaningFunction.from_code(code, columns=["note00"]), wide_rows(0, 50),
+                              wide_rows(50, 60), sandbox, sample=wide_rows(60, 5000), timeout_s=120)
     assert not verdict.accepted
-    measured = re.search(r"too slow for real drops: ([\d.]+) us per row \(([\d.]+) s on 5000 rows", verdict.reason)
+    measured = re.search(r"too slow for real drops: ([\d.]+) us per cell \(([\d.]+) s on 5000 cells: 5000 rows of the "
+                         rf"drop times the 1 column\(s\) it touches\), over the limit of {COST_LIMIT}", verdict.reason)
     assert measured, verdict.reason
-    assert float(measured.group(1)) > MAX_COST_PER_ROW_S * 1e6
+    assert float(measured.group(1)) > MAX_COST_PER_CELL_S * 1e6
     assert "vectorise" in verdict.reason and "pd.factorize" in verdict.reason
 
-    # the same job done on whole columns passes the same measurement
-    vectorised = fn("df = df.copy()\ndf['city'] = df['city'].str.strip().str.title()\nreturn df")
-    per_row, rows = measure_cost(vectorised, [CHUNK, HOLDOUT], sandbox)
-    assert rows == 5000 and per_row <= MAX_COST_PER_ROW_S
+
+def test_the_cost_is_measured_on_values_across_the_drop_not_the_shown_rows_repeated(sandbox):
+    # a table of answers for the values it was shown, and a heavy fallback for every other value
+    code = ('import pandas as pd\n\nKNOWN = {"a": "A", "b": "B"}\n\n\ndef codes_upper(df):\n'
+            '    """Upper-case `code`."""\n    df = df.copy()\n'
+            '    def slow(x):\n        for _ in range(40_000):\n            x = x.strip()\n        return x.upper()\n'
+            '    codes, uniques = pd.factorize(df["code"])\n'
+            '    fixed = [KNOWN[u] if u in KNOWN else slow(u) for u in uniques]\n'
+            '    df["code"] = pd.Series(fixed, dtype=object).take(codes).to_numpy()\n    return df\n')
+    fn = CleaningFunction.from_code(code, columns=["code"])
+    shown = pd.DataFrame({"code": ["a", "b"] * 10}, dtype=object)
+    assert check_candidate(fn, shown, shown.iloc[:4], sandbox, timeout_s=60).accepted
+    drop = pd.DataFrame({"code": [f"c{i}" for i in range(5000)]}, dtype=object)
+    verdict = check_candidate(fn, shown, shown.iloc[:4], sandbox, sample=drop, timeout_s=120)
+    assert not verdict.accepted and "us per cell" in verdict.reason
+
+
+def test_a_function_that_behaves_differently_on_more_rows_is_sent_back(sandbox):
+    sneaky = fn("if len(df) > 1000:\n    return df\ndf = df.copy()\ndf['city'] = df['city'].str.strip()\nreturn df")
+    verdict = check_candidate(sneaky, CHUNK, HOLDOUT, sandbox)
+    assert not verdict.accepted
+    assert "behaves differently on more rows" in verdict.reason and "['city']" in verdict.reason
+
+
+def test_values_an_item_it_serves_names_may_become_null_and_no_others(sandbox):
+    rows = pd.DataFrame({"status": ["active", "unknown", "inactive", "Unknown"] * 5}, dtype=object)
+    item = "Write the status 'unknown' as a missing value (null)."
+    nulls = fn("df = df.copy()\ndf['status'] = df['status'].where(df['status'].str.lower() != 'unknown', None)\n"
+               "return df")
+    assert "into null" in check_candidate(nulls, rows, rows.iloc[:4], sandbox).reason  # no item asks for it
+    served = check_candidate(nulls, rows, rows.iloc[:4], sandbox, asks=(item,))
+    assert served.accepted, served.reason
+    too_much = fn("df = df.copy()\ndf['status'] = df['status'].where(df['status'] == 'active', None)\nreturn df")
+    refused = check_candidate(too_much, rows, rows.iloc[:4], sandbox, asks=(item,))
+    assert not refused.accepted and "'inactive'" in refused.reason
+
+
+def test_the_rules_templates_are_held_to_the_same_cost_limit(sandbox):
+    slow = fn("def tidy(x):\n    for _ in range(40_000):\n        x = x.strip()\n    return x.title()\n"
+              "df = df.copy()\ndf['city'] = [tidy(x) for x in df['city']]\nreturn df")
+    templated = slow.model_copy(update={"rule": RuleSpec(template="strip_whitespace.py.j2", context={})})
+    verdict = check_candidate(templated, CHUNK, HOLDOUT, sandbox, timeout_s=120)
+    assert not verdict.accepted and "too slow for real drops" in verdict.reason

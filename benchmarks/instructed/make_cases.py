@@ -12,14 +12,21 @@ cleaner reaches F1 1.0). Some spellings are the canonical one, so not every cell
 
 The instructions that are not row-level fixes (remove duplicates, convert to EUR, sort the file) are left
 undone in the truth: the rows stay as they are, and a good agent declines them with a reason.
+
+Every spelling an instruction names ("missing emails (empty, N/A, -, unknown, none) as null") occurs in the
+dirty file, and so do the duplicates and the disorder the declined instructions speak of: `check_spoken`
+fails the script loudly otherwise, so a case can never score an instruction it does not exercise. The
+spellings of a missing value are dealt in turn (`Spellings`), not drawn, so each one named occurs.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import random
+import re
 import sys
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -85,6 +92,17 @@ def _bool_spellings(value: bool) -> list[object]:
             else [False, "no", "No", "N", "FALSE", "false", "0", 0])
 
 
+class Spellings:
+    """Spellings of one missing value dealt in turn, so that every one of them occurs once there are enough
+    missing cells (a random draw can miss the very spelling an instruction names)."""
+
+    def __init__(self, *spellings: object) -> None:
+        self._next = itertools.cycle(spellings).__next__
+
+    def __call__(self) -> object:
+        return self._next()
+
+
 def _dirty(rng: random.Random, spellings: list[object], p: float) -> object:
     """The canonical spelling (first) with probability 1 - p, else one of the others."""
     return spellings[0] if rng.random() >= p or len(spellings) == 1 else rng.choice(spellings[1:])
@@ -92,16 +110,25 @@ def _dirty(rng: random.Random, spellings: list[object], p: float) -> object:
 
 # ------------------------------------------------------------------------------------------------ patients
 
-def patients(rng: random.Random, n: int = 60) -> tuple[list[dict], list[dict]]:
+def patients(rng: random.Random, n: int = 60, again: int = 3) -> tuple[list[dict], list[dict]]:
+    """`n` patients, the last `again` of them patients entered a second time (the same name and birth date,
+    written afresh): the duplicates instruction #11 asks to remove."""
     truth, dirty = [], []
     used_ids: set[int] = set()
-    for _ in range(n):
-        number = rng.choice([i for i in range(1, 4000) if i not in used_ids])
-        used_ids.add(number)
-        gender = rng.choice("MF")
-        first = rng.choice(FIRST_M if gender == "M" else FIRST_F)
-        last = rng.choice(LAST)
-        born = date(1940, 1, 1) + timedelta(days=rng.randrange(0, 65 * 365))
+    no_email = Spellings("unknown", None, "N/A", "", "-", "none")
+    no_blood = Spellings("unknown", None, "N/A", "-", "")
+    entered: list[tuple] = []
+    for k in range(n):
+        if k < n - again:
+            number = rng.choice([i for i in range(1, 4000) if i not in used_ids])
+            used_ids.add(number)
+            gender = rng.choice("MF")
+            first = rng.choice(FIRST_M if gender == "M" else FIRST_F)
+            last = rng.choice(LAST)
+            born = date(1940, 1, 1) + timedelta(days=rng.randrange(0, 65 * 365))
+            entered.append((number, gender, first, last, born))
+        else:  # a patient entered again: the same person, the other fields and every spelling drawn afresh
+            number, gender, first, last, born = entered[rng.randrange(len(entered))]
         code, state, city, zip3 = rng.choice(PLACES)
         zip5 = zip3 + f"{rng.randrange(0, 100):02d}"
         street = f"{rng.randrange(1, 999)} {rng.choice(STREETS)}"
@@ -143,11 +170,11 @@ def patients(rng: random.Random, n: int = 60) -> tuple[list[dict], list[dict]]:
                                    gender + " "], 0.5),
             "phone": _dirty(rng, _phone_spellings(phone), 0.65),
             "email": (_dirty(rng, [email, email.upper(), " " + email, email.capitalize() + " "], 0.3) if email
-                      else rng.choice([None, "N/A", "", "-", "unknown", "none"])),
+                      else no_email()),
             "blood_type": (_dirty(rng, [blood, blood.lower(), blood.replace("+", " pos").replace("-", " neg"),
                                         blood.replace("+", " positive").replace("-", " negative"),
                                         blood.replace("+", "+ve").replace("-", "-ve")], 0.4) if blood
-                           else rng.choice([None, "unknown", "N/A", "-", ""])),
+                           else no_blood()),
             "smoker": _dirty(rng, _bool_spellings(smoker), 0.6),
             "allergies": _dirty(rng, _list_spellings(allergies, none="NKDA"), 0.7),
             "medications": _dirty(rng, _list_spellings(meds), 0.6),
@@ -181,6 +208,7 @@ def _kg_text(grams: int) -> str:
 def products(rng: random.Random, n: int = 75) -> tuple[list[dict], list[dict]]:
     truth, dirty = [], []
     used: set[str] = set()
+    no_qty = Spellings("unknown", "", "N/A", "-", "n/a")
     for _ in range(n):
         while True:
             sku = "".join(rng.choice("ABCDEFGHJKLMNPRSTUVWXYZ") for _ in range(3)) + f"-{rng.randrange(1000, 10000)}"
@@ -226,7 +254,7 @@ def products(rng: random.Random, n: int = 75) -> tuple[list[dict], list[dict]]:
             "in_stock": _dirty(rng, [str(x).lower() if isinstance(x, bool) else str(x)
                                      for x in _bool_spellings(in_stock)], 0.6),
             "stock_qty": (_dirty(rng, [qty, f"{int(qty):,}", f"{qty} units", " " + qty, f"{qty} pcs"], 0.45)
-                          if qty else rng.choice(["", "N/A", "-", "unknown", "n/a"])),
+                          if qty else no_qty()),
             "release_date": _dirty(rng, _date_spellings(released), 0.6),
             "supplier_country": _dirty(rng, [country] + country_spellings, 0.6),
             "rating": _dirty(rng, [rating, f"{rating}/5", f"{rating} stars", rating.replace(".", ","),
@@ -248,6 +276,7 @@ def _amount_text(cents: int) -> str:
 
 def transactions(rng: random.Random, n: int = 90) -> tuple[list[dict], list[dict]]:
     truth, dirty = [], []
+    no_email = Spellings("unknown", None, "", "N/A", "-")
     when = datetime(2024, 3, 1, 8, 0, 0)
     for i in range(n):
         number = 100000 + i * 7 + rng.randrange(0, 7)
@@ -291,7 +320,7 @@ def transactions(rng: random.Random, n: int = 90) -> tuple[list[dict], list[dict
                                    f"txn_{number}"], 0.45),
             "timestamp": _dirty(rng, stamps, 0.65),
             "customer_email": (_dirty(rng, [email, email.upper(), " " + email + " ", email.title()], 0.3) if email
-                               else rng.choice([None, "", "N/A", "-", "unknown"])),
+                               else no_email()),
             "amount": _dirty(rng, amounts, 0.6),
             "currency": _dirty(rng, [currency, currency.lower(), SYMBOLS[currency], currency.capitalize(),
                                      " " + currency], 0.4),
@@ -326,16 +355,68 @@ def _csv(rows: list[dict]) -> str:
     return buf.getvalue()
 
 
+#: What each instruction speaks of, as the dirty file must hold it: (item, column, a pattern some cell of the
+#: column matches; a cell that is not text is matched as its JSON).
+SPOKEN: dict[str, list[tuple[int, str, str]]] = {
+    "patients": [
+        (2, "name", r"^(Dr|Mr|Mrs|Ms)\.? "), (2, "name", r"[A-Za-z]+, [A-Z][a-z]+$"), (2, "name", r"\S  +\S|^ | $"),
+        (3, "birth_date", r"^\d{1,2}/\d{1,2}/\d{4}$"),
+        (5, "phone", r"^\+1 "), (5, "phone", r"^1-"),
+        *[(6, "email", rf"^{re.escape(v)}$") for v in ("", "N/A", "-", "unknown", "none")],
+        (7, "blood_type", r"^A pos$|^A positive$|^[ABO]+ pos"), (7, "blood_type", r"^unknown$"),
+        *[(9, "allergies", rf"^{re.escape(v)}$") for v in ("none", "NKDA", "n/a", "-", "", "null")],
+        (10, "address", r"^[^{].*, [A-Z]{2} \d{5}$"), (10, "address", r"\d{5}-\d{4}"),
+    ],
+    "products": [
+        (3, "category", r"(?i)^ *(electronics|home|garden|toys|clothing) *$"),
+        (5, "price", r"\$"), (5, "price", r"USD"), (5, "price", r"\d,\d{3}"),
+        (6, "weight_kg", r"\d ?g$|grams"),
+        *[(8, "stock_qty", rf"^{re.escape(v)}$") for v in ("N/A", "-", "unknown")],
+        (9, "release_date", r"^\d{1,2}/\d{1,2}/\d{4}$"),
+        (10, "supplier_country", r"^United Kingdom$"),
+        (11, "rating", r"/5"), (11, "rating", r"stars"), (11, "rating", r"^\d,\d$"),
+    ],
+    "transactions": [
+        (2, "timestamp", r"/"), (2, "timestamp", r" [AP]M$"), (2, "timestamp", r"Z$"),
+        *[(3, "customer_email", rf"^{re.escape(v)}$") for v in ("", "N/A", "-", "unknown")],
+        (4, "amount", r"^\(.*\)$"), (4, "amount", r"\d,\d{3}"),
+        (5, "currency", r"^\$$"), (5, "currency", r"^€$"), (5, "currency", r"^£$"),
+        (6, "type", r"(?i)^xfer$"),
+    ],
+}
+
+
+def _cell_text(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def check_spoken(case: str, dirty: list[dict], truth: list[dict]) -> None:
+    """Fail loudly unless the dirty file holds what each instruction speaks of (`SPOKEN`), the duplicate
+    patients and the unsorted transactions included."""
+    missing = [f"#{item}: no {column!r} cell matches {pattern!r}" for item, column, pattern in SPOKEN[case]
+               if not any(re.search(pattern, _cell_text(row[column])) for row in dirty)]
+    if case == "patients" and len({(t["name"], t["birth_date"]) for t in truth}) == len(truth):
+        missing.append("#11: no two patients share a name and a birth date")
+    if case == "transactions" and [t["timestamp"] for t in truth] == sorted(t["timestamp"] for t in truth):
+        missing.append("#12: the file is already sorted by timestamp")
+    if missing:
+        raise SystemExit(f"make_cases: the {case} file does not hold what its instructions speak of: "
+                         + "; ".join(missing) + ". Change the spellings or the seed so that it does.")
+
+
 def main(out: Path = HERE) -> None:
-    """Write the dirty files and their truth into `out`."""
+    """Write the dirty files and their truth into `out`, each checked against its instructions first."""
     out.mkdir(parents=True, exist_ok=True)
     dirty, truth = patients(random.Random(1301))
+    check_spoken("patients", dirty, truth)
     (out / "patients.jsonl").write_text(_jsonl(dirty), encoding="utf-8")
     (out / "patients.truth.jsonl").write_text(_jsonl(truth), encoding="utf-8")
-    dirty, truth = products(random.Random(1302))
+    dirty, truth = products(random.Random(1303))
+    check_spoken("products", dirty, truth)
     (out / "products.csv").write_text(_csv(dirty), encoding="utf-8")
     (out / "products.truth.csv").write_text(_csv(truth), encoding="utf-8")
-    dirty, truth = transactions(random.Random(1303))
+    dirty, truth = transactions(random.Random(1305))
+    check_spoken("transactions", dirty, truth)
     (out / "transactions.jsonl").write_text(_jsonl(dirty), encoding="utf-8")
     (out / "transactions.truth.jsonl").write_text(_jsonl(truth), encoding="utf-8")
 

@@ -1,8 +1,10 @@
 """Consolidation: merge functions that do the same job, and prove the module's output did not change.
 
 A merge is kept only when the whole module with the merged function gives exactly the same rows as the
-module before, on the rows it is checked on, passes the code gate, and stays idempotent. Nothing
-disappears silently: the merged entry names every function it replaced (`merged_from`).
+module before, on the rows it is checked on, passes the code gate, and stays idempotent, and when the
+merged function itself passes every check a new function does (`check_candidate`: deterministic,
+idempotent, no new nulls but those its items name, its cost per cell). Nothing disappears silently: the
+merged entry names every function it replaced (`merged_from`).
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from .export import render_module
 from .functions import CleaningFunction
 from .registry import Registry, RegistryEntry
-from .validate import CodeRunner, frames_equal
+from .validate import COST_ROWS, CodeRunner, check_candidate, frames_equal
 
 log = logging.getLogger("smolclean.consolidate")
 
@@ -131,6 +134,10 @@ def consolidate(
         if not frames_equal(once, twice):
             merges.append(Merge(None, names, "the merged module is not idempotent"))
             continue
+        refused = _check_merged(merged, current, group, rows, runner, timeout_s)
+        if refused:
+            merges.append(Merge(None, names, f"the merged function was rejected: {refused}"))
+            continue
         log.info("consolidation: %s merged into %s", names, merged.name)
         merges.append(Merge(merged.name, names, f"same output on {len(rows)} rows"))
         current = candidate
@@ -141,6 +148,28 @@ def _run(registry: Registry, rows: pd.DataFrame, runner: CodeRunner, timeout_s: 
     if not registry.entries:
         return rows.reset_index(drop=True)
     return runner.run(render_module(registry), rows, entry="clean", module=True, timeout_s=timeout_s)
+
+
+def _check_merged(merged: CleaningFunction, registry: Registry, group: list[int], rows: pd.DataFrame,
+                  runner: CodeRunner, timeout_s: float) -> str | None:
+    """Why the merged function fails a check a new function must pass, on `rows` as the functions before the
+    group leave them; None when it passes. It need not change anything on these rows (the ones it replaces
+    may not have either)."""
+    from .sandbox import SandboxError
+
+    entries = [registry.entries[i] for i in group]
+    spread = rows.iloc[np.linspace(0, len(rows) - 1, COST_ROWS).round().astype(int)] if len(rows) > COST_ROWS else rows
+    try:
+        before = _run(registry.with_entries(list(registry.entries[: group[0]])), spread.reset_index(drop=True),
+                      runner, timeout_s)
+        verdict = check_candidate(
+            merged, before, before.iloc[:0], runner, timeout_s=timeout_s, require_change=False,
+            allow_row_drops=any(e.evidence is not None and e.evidence.rows_dropped for e in entries),
+            asks=tuple(dict.fromkeys(t for e in entries for t in e.serves)),
+        )
+    except SandboxError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None if verdict.accepted else verdict.reason
 
 
 def _replace(registry: Registry, group: list[int], merged: CleaningFunction) -> Registry:

@@ -114,3 +114,14 @@ def constants_of(code: str) -> dict[str, str]:
                 if isinstance(target, ast.Name):
                     out[target.id] = ast.unparse(node.value)
     return out
+
+
+def columns_in_code(code: str, columns: list[str] | tuple[str, ...]) -> list[str]:
+    """The `columns` the code names in a string literal, in the order of `columns`.
+
+    Example:
+        >>> columns_in_code("def f(df):\\n    return df.assign(city=df['city'].str.strip())\\n", ["id", "city"])
+        ['city']
+    """
+    literals = {n.value for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    return [str(c) for c in columns if str(c) in literals]

@@ -49,6 +49,9 @@ class ChunkWork:
     rows: pd.DataFrame
     holdout: pd.DataFrame
     reference: pd.DataFrame | None = None
+    #: Rows drawn across the drop, each with its own values, on which a candidate's cost is measured (without
+    #: them, the chunk and held-out rows repeated).
+    sample: pd.DataFrame | None = None
     #: Chunks of the same wave running beside this one: their functions are not shown to it, so what it sees
     #: (and so what it writes) does not depend on which chunk was faster.
     hidden: frozenset[str] = frozenset()
@@ -193,9 +196,11 @@ def run_chunk(
             verdict_reason, ok, evidence = twin, False, None
         else:
             holdout = clean_with(registry, work.holdout, runner)
+            sample = None if work.sample is None else clean_with(registry, work.sample, runner)
             try:
                 verdict = check_candidate(
-                    fn, chunk, holdout, runner, timeout_s=settings.timeout_s, allow_row_drops=settings.allow_row_drops
+                    fn, chunk, holdout, runner, timeout_s=settings.timeout_s, allow_row_drops=settings.allow_row_drops,
+                    sample=sample, asks=serves,
                 )
             except MODEL_FAULTS as exc:
                 verdict_reason, ok, evidence = f"{type(exc).__name__}: {exc}", False, None

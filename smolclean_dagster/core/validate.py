@@ -5,6 +5,7 @@ Every check runs the code in the sandbox; a failed check is a reason the model (
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Protocol
@@ -12,7 +13,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from .functions import CleaningFunction
+from .functions import CleaningFunction, columns_in_code
 from .profile import is_null_token
 from .registry import Evidence, Example
 
@@ -20,13 +21,18 @@ from .registry import Evidence, Example
 #: A candidate slower than this per row (and than the floor) is rejected: it would not scale to real drops.
 SLOW_PER_ROW_S = 0.01
 SLOW_FLOOR_S = 2.0
-#: A candidate's cost is measured inside the sandbox on the chunk and held-out rows, repeated to this
-#: many rows (so a function's fixed start-up cost does not count as cost per row) ...
+#: A candidate's cost is measured inside the sandbox on this many rows: the chunk, the held-out rows and rows
+#: drawn across the drop, each with its own values (a drop with fewer rows is repeated up to it, so a
+#: function's fixed start-up cost does not count as cost per cell) ...
 COST_ROWS = 5_000
-#: ... and one costing more than this per row is sent back with its cost and the hint to vectorise.
-#: Vectorised pandas (`.str` methods, a regex replace, `.map` over the distinct values) does a typical
-#: cleaning job in 0.5-3 us per row there; a Python loop over rows (`iterrows`, `df.at[i, c]`) costs 15-50.
-MAX_COST_PER_ROW_S = 10e-6
+#: ... per cell it touches (the rows times the columns it names or changes); one costing more than this
+#: per cell is sent back with its cost and the hint to vectorise. Vectorised pandas (`.str` methods, a
+#: regex replace, `.map` over the distinct values) does a typical cleaning job in 0.4-3.5 us per cell there,
+#: the rules' heaviest template (dependency repair over a dozen columns) up to 25; a Python loop over rows
+#: (`iterrows`) or a heavy function called on every cell costs 100-1000 (benchmarks/cost_per_cell.py).
+MAX_COST_PER_CELL_S = 50e-6
+#: The limit as the prompts, the README and the feedback word it.
+COST_LIMIT = f"{MAX_COST_PER_CELL_S * 1e6:g} us per cell"
 
 
 class CodeRunner(Protocol):
@@ -90,11 +96,18 @@ def check_candidate(
     *,
     timeout_s: float = 10.0,
     allow_row_drops: bool = False,
+    sample: pd.DataFrame | None = None,
+    asks: tuple[str, ...] = (),
+    require_change: bool = True,
 ) -> Verdict:
     """Run a candidate on the chunk and on held-out rows, and say whether it may join the registry.
 
-    `chunk` and `holdout` are already cleaned by the registry so far. Sandbox errors propagate to the
-    caller (they are rejections with their own message); failed checks come back as a rejected Verdict.
+    `chunk`, `holdout` and `sample` (rows drawn across the drop, for measuring the cost) are already
+    cleaned by the registry so far. `asks` are the texts of the instruction items the function serves: a
+    value they name may become null although it is no null token (the user's words win over the defaults).
+    A merged function that replaces accepted ones need not change anything (`require_change=False`).
+    Sandbox errors propagate to the caller (they are rejections with their own message); failed checks come
+    back as a rejected Verdict.
     """
     results = []
     dropped = 0
@@ -130,48 +143,81 @@ def check_candidate(
                 f"not idempotent on {label}: applying it twice changes column(s) {cols} again; "
                 "make the function leave already-clean values unchanged",
             )
-        nulled = _new_nulls(frame, out)
+        nulled = _new_nulls(frame, out, asks)
         if nulled:
             col, value = nulled
             return Verdict(
                 False,
                 f"turned the non-null value {value!r} in column {col!r} into null on {label}; only null tokens "
-                "(like 'N/A' or 'none') may become null: keep values you cannot fix",
+                "(like 'N/A' or 'none') and values an instruction item you serve names may become null: keep "
+                "values you cannot fix",
             )
         results.append((frame, out))
-    # The cost limit is feedback for code a model wrote; the rules' templates are ours, reviewed and measured in
-    # benchmarks/, and some (dependency repair over a wide table) cost more per row for a reason.
-    too_costly = None if fn.rule is not None else _cost_problem(fn, [frame for frame, _ in results], runner, timeout_s)
+    too_costly = _cost_problem(fn, results, sample, runner, timeout_s) if results else None
     if too_costly:
         return Verdict(False, too_costly)
-    return _evidence_verdict(fn, results, holdout_rows=len(holdout), rows_dropped=dropped)
+    return _evidence_verdict(fn, results, holdout_rows=len(holdout), rows_dropped=dropped, require_change=require_change)
 
 
-def measure_cost(fn: CleaningFunction, frames: list[pd.DataFrame], runner: CodeRunner, *,
-                 timeout_s: float = 10.0) -> tuple[float, int]:
-    """(CPU seconds per row, rows measured) of a function inside the sandbox, on `frames` repeated to `COST_ROWS` rows.
-
-    Example:
-        >>> per_row, rows = measure_cost(fn, [chunk, holdout], sandbox)   # doctest: +SKIP
-    """
+def cost_sample(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The rows a function's cost is measured on: `frames` in order (the rows it was checked on first, then
+    rows drawn across the drop, each with its own values), cut to `COST_ROWS`, or repeated up to it when
+    the drop has fewer rows."""
     rows = pd.concat([f for f in frames if len(f)], ignore_index=True)
     if rows.empty:
-        return 0.0, 0
-    rows = pd.concat([rows] * -(-COST_ROWS // len(rows)), ignore_index=True).iloc[:COST_ROWS]
-    _, seconds = runner.timed_run(fn.code, rows, entry=fn.name, timeout_s=timeout_s)
-    return seconds / len(rows), len(rows)
+        return rows
+    if len(rows) < COST_ROWS:
+        rows = pd.concat([rows] * -(-COST_ROWS // len(rows)), ignore_index=True)
+    return rows.iloc[:COST_ROWS].reset_index(drop=True)
 
 
-def _cost_problem(fn: CleaningFunction, frames: list[pd.DataFrame], runner: CodeRunner, timeout_s: float) -> str | None:
-    per_row, rows = measure_cost(fn, frames, runner, timeout_s=timeout_s)
-    if per_row <= MAX_COST_PER_ROW_S:
+def measure_cost(fn: CleaningFunction, rows: pd.DataFrame, runner: CodeRunner, *,
+                 timeout_s: float = 10.0) -> tuple[float, int, pd.DataFrame]:
+    """(CPU seconds per cell, cells measured, the output) of a function run inside the sandbox on `rows`.
+
+    The cells are the rows times the columns the function touches: those it names (in `columns` or in its
+    code), changes or adds; all of them when it touches none of those.
+
+    Example:
+        >>> per_cell, cells, out = measure_cost(fn, cost_sample([chunk, holdout, sample]), sandbox)   # doctest: +SKIP
+    """
+    out, seconds = runner.timed_run(fn.code, rows, entry=fn.name, timeout_s=timeout_s)
+    names = [str(c) for c in rows.columns]
+    touched = {c for c in map(str, fn.columns) if c in names} | set(columns_in_code(fn.code, names))
+    touched |= {str(c) for c in out.columns if c not in rows.columns}
+    if len(out) == len(rows):
+        touched |= {str(c) for c in _differing_columns(rows, out)}
+    cells = len(rows) * (len(touched) or len(rows.columns))
+    return seconds / max(1, cells), cells, out
+
+
+def _cost_problem(fn: CleaningFunction, results: list[tuple[pd.DataFrame, pd.DataFrame]], sample: pd.DataFrame | None,
+                  runner: CodeRunner, timeout_s: float) -> str | None:
+    """Why the function's cost, measured on many rows, sends it back: too slow per cell, or its output on the
+    rows it was checked on differs when it runs on more rows."""
+    shown = [frame for frame, _ in results]
+    rows = cost_sample(shown + ([sample] if sample is not None else []))
+    per_cell, cells, out = measure_cost(fn, rows, runner, timeout_s=timeout_s)
+    # the rows it was checked on come first: run on more rows, they must come out as they did (a function
+    # that drops rows cannot be lined up row by row)
+    expected = pd.concat([after for _, after in results], ignore_index=True)
+    if len(out) == len(rows) and len(expected) == sum(len(f) for f in shown):
+        expected = expected.iloc[: len(rows)]
+        timed = out.iloc[: len(expected)].reset_index(drop=True)
+        if not frames_equal(timed, expected):
+            return (
+                f"behaves differently on more rows: run on {len(rows)} rows it gives other results for the rows it "
+                f"was checked on, in column(s) {_differing_columns(timed, expected)}; decide each row from that row "
+                "alone plus constants, whatever the number of rows"
+            )
+    if per_cell <= MAX_COST_PER_CELL_S:
         return None
     return (
-        f"too slow for real drops: {per_row * 1e6:.1f} us per row ({per_row * rows:.2f} s on {rows} rows: the chunk and "
-        f"held-out rows, repeated), over the limit of {MAX_COST_PER_ROW_S * 1e6:g} us per row; vectorise it: use "
-        "`.str` methods or a regex `.str.replace` on whole columns, or map each distinct value once "
-        "(`codes, uniques = pd.factorize(col)`, fix `uniques`, then `take` by `codes`) instead of a Python loop over "
-        "rows or cells"
+        f"too slow for real drops: {per_cell * 1e6:.1f} us per cell ({per_cell * cells:.2f} s on {cells} cells: "
+        f"{len(rows)} rows of the drop times the {cells // max(1, len(rows))} column(s) it touches), over the limit "
+        f"of {COST_LIMIT}; vectorise it: use `.str` methods or a regex `.str.replace` "
+        "on whole columns, or map each distinct value once (`codes, uniques = pd.factorize(col)`, fix `uniques`, "
+        "then `take` by `codes`) instead of a Python loop over rows or cells"
     )
 
 
@@ -191,7 +237,8 @@ def _differing_columns(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
     return [c for c in diff.columns if diff[c].any()]
 
 
-def _new_nulls(before: pd.DataFrame, after: pd.DataFrame) -> tuple[str, str] | None:
+def _new_nulls(before: pd.DataFrame, after: pd.DataFrame, asks: tuple[str, ...]) -> tuple[str, str] | None:
+    """The first value turned into null that is no null token and that no item in `asks` names."""
     if len(before) != len(after):
         return None
     b = as_text(before).reset_index(drop=True)
@@ -201,13 +248,30 @@ def _new_nulls(before: pd.DataFrame, after: pd.DataFrame) -> tuple[str, str] | N
             continue
         became_null = b[col].notna() & a[col].isna()
         for value in b.loc[became_null, col]:
-            if not is_null_token(value):
+            if not is_null_token(value) and not named_in(value, asks):
                 return col, value
     return None
 
 
+def named_in(value: str, texts: tuple[str, ...]) -> bool:
+    """Whether one of `texts` (instruction items) names `value`, as a word or a quoted phrase, in any case.
+
+    Example:
+        >>> named_in("Unknown ", ("Write the status 'unknown' as a missing value (null).",))
+        True
+        >>> named_in("inactive", ("Write the status 'unknown' as a missing value (null).",))
+        False
+    """
+    word = value.strip().casefold()
+    if not word:
+        return False
+    pattern = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)")
+    return any(pattern.search(text.casefold()) for text in texts)
+
+
 def _evidence_verdict(
-    fn: CleaningFunction, results: list[tuple[pd.DataFrame, pd.DataFrame]], holdout_rows: int, rows_dropped: int = 0
+    fn: CleaningFunction, results: list[tuple[pd.DataFrame, pd.DataFrame]], holdout_rows: int, rows_dropped: int = 0,
+    require_change: bool = True,
 ) -> Verdict:
     cells = 0
     columns: list[str] = []
@@ -225,7 +289,7 @@ def _evidence_verdict(
                 columns.append(col)
             for i in np.flatnonzero(diff[col].to_numpy())[: max(0, 3 - len(examples))]:
                 examples.append(Example(column=col, before=b.at[i, col], after=a.at[i, col]))
-    if cells == 0 and rows_dropped == 0:
+    if cells == 0 and rows_dropped == 0 and require_change:
         return Verdict(False, "made no change on the chunk or the held-out rows; target a problem that is present")
     evidence = Evidence(
         rows_checked=sum(len(b) for b, _ in results),

@@ -25,6 +25,7 @@ from ..evidence import drop_evidence
 from ..functions import CleaningFunction
 from ..profile import profile_columns
 from ..sandbox.gate import ALLOWED_IMPORTS
+from ..validate import COST_LIMIT, COST_ROWS
 from .base import AnalysisRequest, RegisteredSummary
 from .client import Messages
 
@@ -143,6 +144,8 @@ def analysis_messages(
         findings=list(request.findings),
         value_counts=value_counts(request.reference, value_counts_budget),
         allowed_imports=sorted(ALLOWED_IMPORTS),
+        cost_limit=COST_LIMIT,
+        cost_rows=f"{COST_ROWS:,}",
         allow_row_drops=allow_row_drops,
         items=list(request.items),
         open_items=[f"#{i.number}" for i in request.items if i.state == "open"],
@@ -210,7 +213,7 @@ def merge_messages(dataset: str, functions: Sequence[CleaningFunction], instruct
     """The messages asking the model to merge `functions` (in module order) into one."""
     return render(
         "consolidation", dataset=dataset, functions=list(functions), instructions=instructions,
-        allowed_imports=sorted(ALLOWED_IMPORTS),
+        allowed_imports=sorted(ALLOWED_IMPORTS), cost_limit=COST_LIMIT, cost_rows=f"{COST_ROWS:,}",
     )
 
 

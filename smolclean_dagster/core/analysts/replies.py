@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import SmolcleanError
-from ..functions import CleaningFunction
+from ..functions import CleaningFunction, columns_in_code
 from .base import Issue, ItemDecline
 
 
@@ -252,7 +252,7 @@ def _function(code: str, rest: str, columns: list[str] | tuple[str, ...]) -> Cle
         ) from exc
     except ValueError as exc:
         raise ReplyError(f"the code has no top-level `def`: {exc}; send one function `def name(df): ...`") from exc
-    named = _declared_columns(rest) or _columns_in_code(function.code, columns)
+    named = _declared_columns(rest) or columns_in_code(function.code, columns)
     return function.model_copy(update={"columns": tuple(named)})
 
 
@@ -355,8 +355,3 @@ def _declared_columns(rest: str) -> list[str]:
         return []
     return [c.strip().strip("`'\"") for c in re.split(r"[,\n]", match.group(1)) if c.strip().strip("`'\"")]
 
-
-def _columns_in_code(code: str, columns: list[str] | tuple[str, ...]) -> list[str]:
-    """The chunk's columns the code names in a string literal, in the chunk's column order."""
-    literals = {n.value for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-    return [str(c) for c in columns if str(c) in literals]
