@@ -112,7 +112,7 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
         registry = store.registry.load()
         sandbox = smolclean_sandbox.get()
         used = sum(t.steps_taken for t in store.models("chunk_functions", ChunkTrace) if t.drop == context.partition_key)
-        items = split_instructions(s.instructions) if s.reads_instructions else ()
+        items = registry.items_for(s.instructions) if s.reads_instructions else ()
         plan = plan_chunks(
             raw_data, dataset=name, drop=context.partition_key, chunk_size=s.chunk_size,
             budget=s.chunk_budget, holdout_fraction=s.holdout_fraction, wave_size=s.planning_interval,
@@ -201,7 +201,7 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
             previous = None
         usage = model_merger.usage if model_merger is not None else None
         context.add_output_metadata({**registry_metadata(published, previous), **consolidation_metadata(result, usage),
-                                     **coverage_metadata(published.coverage(split_instructions(s.instructions)))})
+                                     **coverage_metadata(published.coverage(published.items_for(s.instructions)))})
         return published
 
     @dg.asset(key=key("validation"), io_manager_key=records, group_name=name,
@@ -224,7 +224,7 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
         tests = write_tests(name, registry.version, len(registry.entries), validation, s.module_dir)
         report = write_report(registry, validation, s.module_dir, plans=store.models("chunks", ChunkPlan),
                               traces=store.models("chunk_functions", ChunkTrace),
-                              items=split_instructions(s.instructions), reads_instructions=s.reads_instructions)
+                              items=registry.items_for(s.instructions), reads_instructions=s.reads_instructions)
         source = path.read_text(encoding="utf-8")
         chart = s.module_dir / "quality.png"
         return dg.MaterializeResult(

@@ -29,7 +29,7 @@ from .core.analysts.client import use_local_price_map
 from .core.drops import drop_format, drop_key, read_drop
 from .core.errors import DropReadError, SmolcleanError
 from .core.export import module_filename
-from .core.instructions import ItemState, split_instructions, stop_reason
+from .core.instructions import ItemState, stop_reason
 from .core.plan import ChunkPlan
 from .core.quality import ValidationReport
 from .core.steps import ChunkTrace, FinalStep
@@ -196,7 +196,7 @@ def learn(
     _ok(result, "validating and exporting the module")
     _ok(run(["cleaned_data"], key), f"cleaning drop {path}")
     registry = store.registry.load()
-    states = registry.coverage(split_instructions(settings.instructions))
+    states = registry.coverage(registry.items_for(settings.instructions))
     traces = [t for t in store.models("chunk_functions", ChunkTrace) if t.drop == key]
     said_clean = any(isinstance(s, FinalStep) and s.reason == "clean" for t in traces for s in t.steps)
     return LearnOutcome(

@@ -51,7 +51,8 @@ def trace_metadata(trace: ChunkTrace) -> dict[str, dg.MetadataValue]:
         if isinstance(s, ProposalStep):
             v = verdicts.get(s.step)
             verdict = "—" if v is None else ("accepted" if v.accepted else "rejected")
-            reason = v.reason if v else (f"reply not usable: {s.error}" if s.error else f"analyst says {s.status}")
+            reason = v.reason if v else (f"reply not usable: {s.error}" if s.error
+                                         else "asked a query (below)" if s.query else f"analyst says {s.status}")
             secs = s.seconds + (v.seconds if v else 0.0)
             tokens = f"{s.usage.prompt_tokens}/{s.usage.completion_tokens}" + (" (cached)" if s.usage.cached_calls else "")
             proposed = f"`{s.function_name or '-'}`" + (" (adopted)" if s.adopted else "")
@@ -67,6 +68,10 @@ def trace_metadata(trace: ChunkTrace) -> dict[str, dg.MetadataValue]:
             lines += ["", f"#### Step {s.step}: `{s.function_name}` ({verdict})", "", "```python", s.code.rstrip(), "```"]
             if v and not v.accepted:
                 lines += ["", f"Rejected: {v.reason}"]
+    for s in trace.steps:
+        if isinstance(s, ProposalStep) and s.query:
+            lines += ["", f"#### Step {s.step}: query", "", "```python", s.query, "```", "", "```",
+                      (s.query_result or "").rstrip(), "```"]
     final = next((s for s in trace.steps if isinstance(s, FinalStep)), None)
     if final is not None and final.items:
         lines += ["", f"**Instructions:** {coverage_line(final.items)}"]
@@ -79,6 +84,7 @@ def trace_metadata(trace: ChunkTrace) -> dict[str, dg.MetadataValue]:
         "steps": dg.MetadataValue.int(sum(1 for s in trace.steps if isinstance(s, ProposalStep))),
         "accepted": dg.MetadataValue.int(len(trace.accepted)),
         "rejected": dg.MetadataValue.int(rejected),
+        "queries": dg.MetadataValue.int(sum(1 for s in trace.steps if isinstance(s, ProposalStep) and s.query)),
         "accepted_functions": dg.MetadataValue.text(", ".join(trace.accepted) or "none"),
         **({"coverage": dg.MetadataValue.text(coverage_line(trace.items))} if trace.items else {}),
         "finish_reason": dg.MetadataValue.text(final.reason if final else "unfinished"),

@@ -95,3 +95,50 @@ def test_the_model_is_asked_on_a_quiet_drop_sees_its_rare_rows_and_reads_its_que
     steps = [s for t in traces for s in t.steps if getattr(s, "query", None)]
     assert steps and steps[0].query_result and "A0" in steps[0].query_result
     assert outcome.module.exists()
+
+
+FIX_CITY = '''import pandas as pd
+
+CITIES = {"Chicgo": "Chicago", "Seatle": "Seattle"}
+
+
+def fix_city_spellings(df: pd.DataFrame) -> pd.DataFrame:
+    """Fix the misspelled cities of `city` ("Chicgo" -> "Chicago")."""
+    df = df.copy()
+    df["city"] = df["city"].replace(CITIES)
+    return df
+'''
+
+
+def test_with_no_instructions_the_model_writes_its_plan_and_serves_or_declines_each_item(tmp_path, sandbox):
+    from smolclean_dagster.core.analysts import make_analyst
+    from smolclean_dagster.core.loop import ChunkWork, LoopSettings, run_chunk
+    from smolclean_dagster.core.registry import RegistryStore
+    from smolclean_dagster.core.steps import FinalStep
+
+    df = pd.read_csv(addresses(tmp_path / "a.csv"), dtype=str, keep_default_na=False)
+    plan = ("- city: fix the two misspelled cities\n- zip: check the zip code whose city disagrees")
+    script = [
+        reply(f"<issues>\n- city: misspellings\n</issues>\n<plan>\n{plan}\n</plan>\n<code>\n```python\n{FIX_CITY}```\n"
+              "</code>\n<serves>1</serves>\n<status>needs_more_work</status>"),
+        reply("<issues>\n</issues>\n<declined>\n- 2: the zip code or the city may be the wrong cell; nothing in the "
+              "row says which\n</declined>\n<status>clean</status>"),
+    ]
+    with ScriptedLLM(script=script) as llm:
+        analyst = make_analyst("llm", model="openai/test-model", api_base=llm.api_base, api_key="test",
+                               cache_dir=tmp_path / "cache", backoff_s=0.01, backoff_max_s=0.05, timeout_s=5.0)
+        work = ChunkWork(dataset="a", drop="a.csv", chunk_id="c0", rows=df.iloc[:50].reset_index(drop=True),
+                         holdout=df.iloc[2400:].reset_index(drop=True), reference=df.iloc[:2400].reset_index(drop=True),
+                         sample=df.iloc[:2400].reset_index(drop=True))
+        store = RegistryStore(tmp_path / "registry.json", "a")
+        steps = list(run_chunk(work, analyst, store, sandbox, LoopSettings(max_steps=4)))
+        prompts = [r.prompt for r in llm.requests]
+    assert "First write your plan: <plan>" in prompts[0]
+    assert "## Your own plan (no instructions were given; serve or decline each item)" in prompts[1]
+    assert "1. [served by fix_city_spellings] city: fix the two misspelled cities" in prompts[1]
+    assert "2. [OPEN] zip: check the zip code whose city disagrees" in prompts[1]
+    registry = store.load()
+    assert registry.plan == ("city: fix the two misspelled cities", "zip: check the zip code whose city disagrees")
+    states = {s.number: s.state for s in registry.coverage(registry.items_for(""))}
+    assert states == {1: "served", 2: "declined"}
+    assert isinstance(steps[-1], FinalStep) and steps[-1].reason == "clean"

@@ -108,11 +108,14 @@ def run_chunk(
     feedback: str | None = None
     rejected: list[str] = [d.name for d in store.load().dropped]  # validation took these out of the module
     accepted: list[str] = []
-    reads = bool(settings.items) and getattr(analyst, "reads_instructions", False)
+    model = getattr(analyst, "reads_instructions", False)
     step = 0
     while True:
         registry = store.load().without_chunks(work.hidden)
-        states = registry.coverage(settings.items) if reads else ()
+        # The user's instruction items; with none, a model works to its own plan once it has written one.
+        items = settings.items or (registry.items_for("") if model else ())
+        reads = model and bool(items)
+        states = registry.coverage(items) if reads else ()
         still_open = open_items(states)
         chunk = clean_with(registry, work.rows, runner)
         findings = detect_issues(chunk)
@@ -138,6 +141,7 @@ def run_chunk(
                 rejected=tuple(rejected),
                 reference=None if work.reference is None else clean_with(registry, work.reference, runner),
                 items=states,
+                planned=model and not settings.items,
             )
         )
         fn = proposal.function
@@ -162,6 +166,11 @@ def run_chunk(
             seconds=round(time.perf_counter() - started, 4),
         )
         notes = _record_declines(proposal, states, store, work.chunk_id) if reads else []
+        if model and not settings.items and proposal.plan and not registry.plan:
+            items = store.update(lambda reg: reg.with_plan(proposal.plan)).items_for("")
+            reads = bool(items)  # the function beside the plan may already serve its items
+            notes.append(f"Your plan is recorded as items #1-#{len(proposal.plan)}: serve each with a function "
+                         "(<serves>) or decline it with the reason.")
         if fn is None:
             if proposal.error:  # a reply the analyst could not use (the model's fault): shown back, uses a step
                 feedback = proposal.error
@@ -174,7 +183,7 @@ def run_chunk(
                            "write the function in <code>"
                 continue
             if proposal.status == "clean":
-                now = store.load().without_chunks(work.hidden).coverage(settings.items) if reads else ()
+                now = store.load().without_chunks(work.hidden).coverage(items) if reads else ()
                 left = open_items(now)
                 if not left:
                     yield FinalStep(step=step, reason="clean", accepted=tuple(accepted),
@@ -189,7 +198,7 @@ def run_chunk(
                 continue
             feedback = " ".join(notes + ["you said the chunk needs more work but proposed no function; propose one function"])
             continue
-        serves = _served_texts(proposal.serves, settings.items) if reads else ()
+        serves = _served_texts(proposal.serves, items) if reads else ()
         twin = _twin_of(fn, registry) if fn.rule is None else None
         started = time.perf_counter()
         if twin is not None:
@@ -247,7 +256,7 @@ def run_chunk(
             accepted=ok,
             reason=verdict_reason,
             evidence=evidence,
-            serves=tuple(i.number for i in settings.items if i.text in serves),
+            serves=tuple(i.number for i in items if i.text in serves),
             seconds=round(time.perf_counter() - started, 4),
         )
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .errors import RegistryError
 from .files import write_atomic  # noqa: F401  (also importable from here, where it used to live)
 from .functions import CleaningFunction
-from .instructions import Declined, InstructionItem, ItemState, item_states
+from .instructions import Declined, InstructionItem, ItemState, item_states, split_instructions
 
 
 class Provenance(BaseModel):
@@ -96,6 +96,7 @@ class Registry(BaseModel):
     entries: tuple[RegistryEntry, ...] = ()
     declined: tuple[Declined, ...] = Field(default=(), description="instruction items the analyst declined, and why")
     dropped: tuple[DroppedFunction, ...] = Field(default=(), description="functions validation took out, and why")
+    plan: tuple[str, ...] = Field(default=(), description="with no instructions: the model's own items, in its words")
 
     @property
     def functions(self) -> list[CleaningFunction]:
@@ -118,6 +119,23 @@ class Registry(BaseModel):
         return self.model_copy(
             update={"declined": kept + tuple(fresh.values()), "version": self.version + 1, "updated_at": _now()}
         )
+
+    def items_for(self, instructions: str) -> tuple[InstructionItem, ...]:
+        """The items learning works to: the user's instructions, or with none the model's own plan.
+
+        Example:
+            >>> Registry(dataset="d", plan=("unify the spellings of city",)).items_for("")[0].text
+            'unify the spellings of city'
+        """
+        return split_instructions(instructions) or tuple(
+            InstructionItem(number=i, text=text) for i, text in enumerate(self.plan, 1)
+        )
+
+    def with_plan(self, plan: tuple[str, ...] | list[str]) -> Registry:
+        """A new version recording the model's own plan (kept once written: later plans do not replace it)."""
+        if self.plan or not plan:
+            return self
+        return self.model_copy(update={"plan": tuple(plan), "version": self.version + 1, "updated_at": _now()})
 
     def names(self) -> set[str]:
         return {e.function.name for e in self.entries}

@@ -82,6 +82,12 @@ def render_report(
         cost = sum(t.usage.cost_usd for t in traces)
         out += ["", "## Analyst use", "", f"{len(traces)} chunk(s) analysed; {calls} LLM call(s) ({cached} from the "
                 f"cache), {tokens_in} prompt and {tokens_out} completion tokens, ${cost:.4f}.", ""]
+        asked = [(t.chunk_id, s) for t in traces for s in t.steps if getattr(s, "query", None)]
+        if asked:
+            out += ["### Queries the model asked of the drop", "", "| chunk | step | query | answer (start) |",
+                    "|---|---|---|---|"]
+            out += [f"| `{c}` | {s.step} | `{_md(s.query)}` | {_md((s.query_result or '')[:160])} |" for c, s in asked]
+            out.append("")
     for plan in plans:
         chosen = [c for c in plan.chunks if c.reason]
         out += ["", f"## Chunks of `{plan.drop}`", "", f"{plan.rows} rows in {len(plan.chunks)} chunks; "
@@ -94,7 +100,12 @@ def render_report(
 def _instructions(registry: Registry, items: tuple[InstructionItem, ...], reads: bool) -> list[str]:
     """The user's instruction items, each with the functions serving it, its decline reason, or "open"."""
     states = registry.coverage(items)
-    out = ["## Instructions", "", coverage_line(states, reasons=False) + ".", ""]
+    planned = bool(registry.plan) and tuple(i.text for i in items) == registry.plan
+    out = ["## The model's own plan" if planned else "## Instructions", ""]
+    if planned:
+        out += ["No instructions were given; with its first step the model wrote these items, served or declined "
+                "like a user's.", ""]
+    out += [coverage_line(states, reasons=False) + ".", ""]
     if not reads:
         out += ["The offline rules analyst does not read instructions: set a model to have them carried out.", ""]
     out += ["| # | instruction | outcome |", "|---|---|---|"]

@@ -156,7 +156,21 @@ def check_candidate(
     too_costly = _cost_problem(fn, results, sample, runner, timeout_s) if results else None
     if too_costly:
         return Verdict(False, too_costly)
+    if require_change and sample is not None and not sample.empty and not _changes_any(results):
+        # The drop's evidence shows the model dirt on rows neither the chunk nor the held-out rows hold: the
+        # function is judged on the rows drawn across the drop instead, with the same checks.
+        out = runner.run(fn.code, sample, entry=fn.name, timeout_s=timeout_s)
+        problem = _row_and_column_problem(sample, out, "rows across the drop", allow_row_drops)
+        nulled = None if problem else _new_nulls(sample, out, asks)
+        if problem or nulled:
+            return Verdict(False, problem or f"turned the non-null value {nulled[1]!r} in column {nulled[0]!r} into null "
+                                             "on rows across the drop; keep values you cannot fix")
+        results.append((sample, out))
     return _evidence_verdict(fn, results, holdout_rows=len(holdout), rows_dropped=dropped, require_change=require_change)
+
+
+def _changes_any(results: list[tuple[pd.DataFrame, pd.DataFrame]]) -> bool:
+    return any(len(b) != len(a) or changed_cells(b, a).to_numpy().any() for b, a in results)
 
 
 def cost_sample(frames: list[pd.DataFrame]) -> pd.DataFrame:

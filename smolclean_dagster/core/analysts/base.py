@@ -73,6 +73,7 @@ class AnalysisRequest(BaseModel):
     rejected: tuple[str, ...] = Field(default=(), description="names of functions rejected for this chunk")
     reference: pd.DataFrame | None = None
     items: tuple[ItemState, ...] = Field(default=(), description="the instruction items and where each stands")
+    planned: bool = Field(default=False, description="no instructions: the items are the model's own plan, if any")
     candidates: tuple[Candidate, ...] = Field(default=(), description="ready-made functions the model may adopt")
 
 
@@ -104,6 +105,7 @@ class Proposal(BaseModel):
     declines: tuple[ItemDecline, ...] = Field(default=(), description="instruction items declined, with reasons")
     adopt: str | None = Field(default=None, description="the name of a ready-made candidate the model took")
     query: str | None = Field(default=None, description="a read-only pandas expression over the drop the model asks")
+    plan: tuple[str, ...] = Field(default=(), description="with no instructions: the items the model plans to do")
     model: str | None = None
     prompt_hash: str | None = None
     usage: Usage = Field(default_factory=Usage)

@@ -88,7 +88,8 @@ class LLMAnalyst:
             return Proposal(status="needs_more_work", error=error, **context)
         return Proposal(
             issues=reply.issues, function=reply.function, status=reply.status, serves=reply.serves,
-            declines=reply.declines, adopt=reply.adopt, query=reply.query, **context,
+            declines=reply.declines, adopt=reply.adopt, query=reply.query, plan=reply.plan,
+            **context,
         )
 
     def merge(self, dataset: str, functions: Sequence[CleaningFunction], instructions: str = "") -> MergeProposal:

@@ -60,6 +60,7 @@ class AnalysisReply:
     declines: tuple[ItemDecline, ...] = ()
     adopt: str | None = None
     query: str | None = None
+    plan: tuple[str, ...] = ()
 
 
 _FLAGS = re.IGNORECASE | re.DOTALL
@@ -83,6 +84,7 @@ _ISSUES = re.compile(
 _SERVES = re.compile(r"<serves>(.*?)(?:</serves>|(?=<)|\Z)", _FLAGS)
 _DECLINED = re.compile(r"<declined?>(.*?)(?:</declined?>|(?=<(?:code|status|serves|adopt|issues)>)|\Z)", _FLAGS)
 _DECLINE_LINE = re.compile(r"^\s*(?:[-*\u2022]\s*)?#?(\d{1,3})\s*[:.)\-\u2013]\s*(.+?)\s*$")
+_PLAN = re.compile(r"<plan>(.*?)(?:</plan>|(?=<(?:code|status|serves|adopt|issues|query|declined?)>)|\Z)", _FLAGS)
 _QUERY = re.compile(r"<query>\s*(.*?)\s*</query>", re.IGNORECASE | re.DOTALL)
 _ADOPT = re.compile(r"<adopt>\s*`?([A-Za-z_][A-Za-z0-9_]*)`?\s*(?:</adopt>)?", re.IGNORECASE)
 _COLUMNS = re.compile(r"<columns>(.*?)(?:</columns>|(?=<)|\Z)", _FLAGS)
@@ -124,7 +126,7 @@ def parse_analysis_reply(text: str, *, columns: list[str] | tuple[str, ...] = ()
     return AnalysisReply(
         issues=_issues(rest, columns), function=function, status=status, serves=_serves(rest),
         declines=_declines(rest), adopt=adopt.group(1) if adopt else None,
-        query=query.group(1).strip() if query else None,
+        query=query.group(1).strip() if query else None, plan=_plan(rest),
     )
 
 
@@ -320,6 +322,15 @@ def _issues(rest: str, columns: list[str] | tuple[str, ...]) -> tuple[Issue, ...
             column, text = head.strip().strip("`'\""), tail.strip()
         issues.append(Issue(description=text, column=column, solved=solved))
     return tuple(issues)
+
+
+def _plan(rest: str) -> tuple[str, ...]:
+    """The items of `<plan>`, one per line (bullets and numbers dropped): the model's own instructions."""
+    match = _PLAN.search(rest)
+    if match is None:
+        return ()
+    lines = (_BULLET.sub("", line).strip() for line in match.group(1).splitlines())
+    return tuple(dict.fromkeys(line for line in lines if line))
 
 
 def _serves(rest: str) -> tuple[int, ...]:
