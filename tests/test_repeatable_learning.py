@@ -152,3 +152,6 @@ def test_a_model_s_cached_replies_replayed_give_a_byte_identical_module(drop, tm
     _assert_same_outputs(first.workdir, second.workdir, tuple(n for n in OUTPUTS if not n.endswith("report.md")))
     module = (first.workdir / OUTPUTS[0]).read_text(encoding="utf-8")
     assert "hybrid (openai/test-model)" in module and module.count("\ndef ") >= 3
+    # What a model may vary is on record: each function names the prompt and the reply that wrote it.
+    registry = DatasetStore(first.storage_dir, first.name).registry.load()
+    assert all(e.provenance.prompt_hash and e.provenance.reply_hash for e in registry.entries)
