@@ -135,3 +135,18 @@ def test_a_wave_publishes_the_same_registry_whichever_of_its_chunks_accepted_fir
     assert [(e.function.name, e.provenance.chunk) for e in first.entries] == [
         ("earlier", "c0"), ("fix", "c1"), ("own_c1", "c1"), ("own_c2", "c2")]
     assert [d.reason for d in first.declined] == ["not in c2"]
+
+
+def test_a_function_the_model_rewrote_from_the_same_prompt_is_told_apart_from_one_learned_anew():
+    from smolclean_dagster.core.registry_changes import registry_changes
+
+    def learned(columns: list[str], prompt: str, reply: str) -> Registry:
+        prov = Provenance(drop="d", chunk="c", step=1, analyst="llm", model="m", prompt_hash=prompt, reply_hash=reply)
+        fn = CleaningFunction.from_code(_strip(columns), columns=columns)
+        return Registry(dataset="d").with_entry(RegistryEntry(function=fn, provenance=prov))
+
+    before = learned(["carrier"], "p1", "r1")
+    varied = registry_changes(before, learned(["carrier", "status"], "p1", "r2")).markdown()
+    assert "the model answered the same prompt with another reply" in varied
+    asked_anew = registry_changes(before, learned(["carrier", "status"], "p2", "r2")).markdown()
+    assert asked_anew.startswith("- changed `strip_whitespace`") and "another reply" not in asked_anew
