@@ -103,7 +103,9 @@ class Registry(BaseModel):
                 served[text] = (*served.get(text, ()), e.function.name)
         return item_states(items, served, self.declined)
 
-    def with_declined(self, declined: list[Declined] | tuple[Declined, ...], beside: frozenset[str] = frozenset()) -> Registry:
+    def with_declined(
+        self, declined: list[Declined] | tuple[Declined, ...], beside: frozenset[str] = frozenset()
+    ) -> Registry:
         """A new version recording `declined` items (a newer reason for the same item replaces the older).
 
         A decline by one of the chunks `beside` (running beside the decliner's) is kept: which of the two

@@ -77,7 +77,8 @@ class LLMAnalyst:
         digest = prompt_hash(messages)
         completion = self.client.complete(messages)
         context = {
-            "model": self.model, "prompt_hash": digest, "reply_hash": reply_hash(completion.text), "usage": completion.usage,
+            "model": self.model, "prompt_hash": digest, "reply_hash": reply_hash(completion.text),
+            "usage": completion.usage,
             "transcript": str(completion.transcript) if completion.transcript else None,
         }
         try:
