@@ -5,6 +5,7 @@ raw_data -> chunks -> chunk_issues -> chunk_functions -> registry -> validation 
 """
 
 
+from functools import partial
 from pathlib import Path
 
 import dagster as dg
@@ -182,8 +183,8 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
         rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         rules = RulesAnalyst()
         model_merger = _ModelMerger.for_analyst(smolclean_llm.analyst_for(s), s)
-        result = consolidate(current, rows, smolclean_sandbox.get(), rule_merger=rules.merge, rule_key=rules.merge_key,
-                             model_merger=model_merger)
+        result = consolidate(current, rows, smolclean_sandbox.get(), rule_key=rules.merge_key,
+                             rule_merger=partial(rules.merge, column_order=tuple(rows.columns)), model_merger=model_merger)
         if result.merged:
             # Chunks may have accepted more functions meanwhile: then this round is skipped, not forced.
             published = store.registry.update(lambda reg: result.registry if reg.version == current.version else reg)

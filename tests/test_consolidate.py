@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
 
 from smolclean_dagster.core.analysts.base import AnalysisRequest, RegisteredSummary
@@ -115,3 +117,19 @@ def test_a_merge_that_loops_over_cells_in_python_is_refused_for_its_cost(sandbox
         '    df["city"] = df["city"].str.strip().str.upper()\n    return df\n', columns=["city"])
     kept = consolidate(registry, ROWS, sandbox, rule_merger=None, model_merger=lambda fns: fast)
     assert [e.function.name for e in kept.registry.entries] == ["tidy_city"]
+
+
+def test_a_merge_names_its_columns_in_the_drop_s_order_whichever_chunk_wrote_which(sandbox):
+    rows = pd.DataFrame({"name": [" Ann", "Bo", "Cy"], "city": ["Rome ", "Oslo", " Lima"],
+                         "plan": ["gold", " basic ", "pro"]}, dtype=object)
+    city_plan = _rules_function(rows[["city", "plan"]].copy(), ())
+    name = _rules_function(rows[["name"]].copy(), ())
+    rules = RulesAnalyst()
+    merged = []
+    for functions in ((city_plan, name), (name, city_plan)):
+        result = consolidate(_registry(*functions), rows, sandbox, rule_key=rules.merge_key,
+                             rule_merger=partial(rules.merge, column_order=tuple(rows.columns)))
+        (entry,) = result.registry.entries
+        merged.append(entry.function)
+    assert merged[0].name == merged[1].name == "strip_whitespace_name_city_plan"
+    assert merged[0].columns == ("name", "city", "plan") and merged[0].code == merged[1].code

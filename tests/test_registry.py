@@ -7,6 +7,7 @@ import pytest
 
 from smolclean_dagster.core.errors import RegistryError
 from smolclean_dagster.core.functions import CleaningFunction
+from smolclean_dagster.core.instructions import Declined
 from smolclean_dagster.core.registry import Provenance, Registry, RegistryEntry, RegistryStore
 
 
@@ -109,3 +110,43 @@ def test_a_merge_that_keeps_a_name_is_reported_as_a_changed_function_not_as_noth
     assert "- changed `strip_whitespace` (carrier, status)" in text
     assert "- removed `upper_city` (merged into `strip_whitespace`)" in text
     assert registry_changes(after, after).markdown() == "No change: the module is the same as before (registry version 4)."
+
+
+def test_a_wave_publishes_the_same_registry_whichever_of_its_chunks_accepted_first(tmp_path):
+    """Two chunks side by side (neither sees the other's functions) accept the same function and decline the same
+    item; once the wave is published, the registry is the same byte for byte in either order: the function once,
+    from the first chunk, and the later chunk's reason for the decline."""
+    published = []
+    for order in (("c1", "c2"), ("c2", "c1")):
+        store = RegistryStore(tmp_path / f"{order[0]}.json", "ds")
+        store.update(lambda r: r.with_entry(entry("earlier", chunk="c0")))
+        for chunk in order:
+            beside = frozenset({"c1", "c2"} - {chunk})
+            store.update(lambda r: r.with_entry(entry("fix", chunk=chunk), beside=beside))
+            store.update(lambda r: r.with_entry(entry(f"own_{chunk}", chunk=chunk), beside=beside))
+            store.update(lambda r: r.with_declined([Declined(item="dedupe", reason=f"not in {chunk}", chunk=chunk)],
+                                                   beside=beside))
+            # Each chunk goes on from its own copy: it sees the function it accepted.
+            assert store.load().without_chunks(beside).find(entry("fix").function) is not None
+        reg = store.update(lambda r: r.in_chunk_order(["c1", "c2"]))
+        published.append(reg)
+    first, second = published
+    assert json.dumps(first.model_dump(mode="json")) == json.dumps(second.model_dump(mode="json"))
+    assert [(e.function.name, e.provenance.chunk) for e in first.entries] == [
+        ("earlier", "c0"), ("fix", "c1"), ("own_c1", "c1"), ("own_c2", "c2")]
+    assert [d.reason for d in first.declined] == ["not in c2"]
+
+
+def test_a_function_the_model_rewrote_from_the_same_prompt_is_told_apart_from_one_learned_anew():
+    from smolclean_dagster.core.registry_changes import registry_changes
+
+    def learned(columns: list[str], prompt: str, reply: str) -> Registry:
+        prov = Provenance(drop="d", chunk="c", step=1, analyst="llm", model="m", prompt_hash=prompt, reply_hash=reply)
+        fn = CleaningFunction.from_code(_strip(columns), columns=columns)
+        return Registry(dataset="d").with_entry(RegistryEntry(function=fn, provenance=prov))
+
+    before = learned(["carrier"], "p1", "r1")
+    varied = registry_changes(before, learned(["carrier", "status"], "p1", "r2")).markdown()
+    assert "the model answered the same prompt with another reply" in varied
+    asked_anew = registry_changes(before, learned(["carrier", "status"], "p2", "r2")).markdown()
+    assert asked_anew.startswith("- changed `strip_whitespace`") and "another reply" not in asked_anew

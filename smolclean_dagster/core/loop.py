@@ -161,11 +161,12 @@ def run_chunk(
             serves=proposal.serves,
             declines=proposal.declines,
             usage=proposal.usage,
+            reply_hash=proposal.reply_hash,
             error=proposal.error,
             transcript=proposal.transcript,
             seconds=round(time.perf_counter() - started, 4),
         )
-        notes = _record_declines(proposal, states, store, work.chunk_id) if reads else []
+        notes = _record_declines(proposal, states, store, work) if reads else []
         if model and not settings.items and proposal.plan and not registry.plan:
             items = store.update(lambda reg: reg.with_plan(proposal.plan)).items_for("")
             reads = bool(items)  # the function beside the plan may already serve its items
@@ -236,12 +237,14 @@ def run_chunk(
                     analyst=analyst.name,
                     model=proposal.model,
                     prompt_hash=proposal.prompt_hash,
+                    reply_hash=proposal.reply_hash,
                 ),
                 evidence=evidence,
                 serves=serves,
             )
-            after = store.update(lambda reg: reg.with_entry(entry))
-            stored = after.find(fn)  # its name in the registry: suffixed when another function had the name
+            after = store.update(lambda reg: reg.with_entry(entry, beside=work.hidden))
+            # its name in the registry: suffixed when another function had the name
+            stored = after.without_chunks(work.hidden).find(fn)
             name = stored.function.name if stored is not None else name
             accepted.append(name)
             feedback = " ".join(notes) or None
@@ -313,7 +316,7 @@ def _served_texts(numbers: tuple[int, ...], items: tuple[InstructionItem, ...]) 
     return tuple(by_number[n] for n in numbers if n in by_number)
 
 
-def _record_declines(proposal, states: tuple[ItemState, ...], store: RegistryStore, chunk: str) -> list[str]:
+def _record_declines(proposal, states: tuple[ItemState, ...], store: RegistryStore, work: ChunkWork) -> list[str]:
     """Store the items the analyst declined; notes for the analyst about declines that could not be taken."""
     by_number = {s.number: s for s in states}
     notes, fresh = [], []
@@ -328,9 +331,9 @@ def _record_declines(proposal, states: tuple[ItemState, ...], store: RegistrySto
         elif not decline.reason.strip():
             notes.append(f"declining item #{decline.number} needs a reason.")
         else:
-            fresh.append(Declined(item=state.text, reason=decline.reason.strip(), chunk=chunk))
+            fresh.append(Declined(item=state.text, reason=decline.reason.strip(), chunk=work.chunk_id))
     if fresh:
-        store.update(lambda reg: reg.with_declined(fresh))
+        store.update(lambda reg: reg.with_declined(fresh, beside=work.hidden))
     return notes
 
 

@@ -10,7 +10,6 @@ import contextlib
 import fcntl
 import json
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -32,6 +31,9 @@ class Provenance(BaseModel):
     analyst: str
     model: str | None = None
     prompt_hash: str | None = None
+    #: The model's reply that wrote the function: two versions learned from the same prompt with another
+    #: reply differ because the model answered differently, not because of anything learning did.
+    reply_hash: str | None = None
 
 
 class Example(BaseModel):
@@ -90,9 +92,11 @@ class Registry(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
+    # No timestamp: learning the same drop with the same settings and replies gives the same registry, byte
+    # for byte, so a diff between two versions shows what changed; when a version was made is in the history
+    # of the registry asset's materializations (a file stored with a timestamp still loads).
     dataset: str
     version: int = 0
-    updated_at: str = ""
     entries: tuple[RegistryEntry, ...] = ()
     declined: tuple[Declined, ...] = Field(default=(), description="instruction items the analyst declined, and why")
     dropped: tuple[DroppedFunction, ...] = Field(default=(), description="functions validation took out, and why")
@@ -110,15 +114,19 @@ class Registry(BaseModel):
                 served[text] = (*served.get(text, ()), e.function.name)
         return item_states(items, served, self.declined)
 
-    def with_declined(self, declined: list[Declined] | tuple[Declined, ...]) -> Registry:
-        """A new version recording `declined` items (a newer reason for the same item replaces the older)."""
+    def with_declined(
+        self, declined: list[Declined] | tuple[Declined, ...], beside: frozenset[str] = frozenset()
+    ) -> Registry:
+        """A new version recording `declined` items (a newer reason for the same item replaces the older).
+
+        A decline by one of the chunks `beside` (running beside the decliner's) is kept: which of the two
+        reasons stands is decided when the wave is published, in chunk order (`in_chunk_order`).
+        """
         fresh = {d.item: d for d in declined}
         if not fresh or all(d in self.declined for d in fresh.values()):
             return self
-        kept = tuple(d for d in self.declined if d.item not in fresh)
-        return self.model_copy(
-            update={"declined": kept + tuple(fresh.values()), "version": self.version + 1, "updated_at": _now()}
-        )
+        kept = tuple(d for d in self.declined if d.item not in fresh or d.chunk in beside)
+        return self.model_copy(update={"declined": kept + tuple(fresh.values()), "version": self.version + 1})
 
     def items_for(self, instructions: str) -> tuple[InstructionItem, ...]:
         """The items learning works to: the user's instructions, or with none the model's own plan.
@@ -145,17 +153,18 @@ class Registry(BaseModel):
         key = _code_key(function)
         return next((e for e in self.entries if _code_key(e.function) == key), None)
 
-    def with_entry(self, entry: RegistryEntry) -> Registry:
+    def with_entry(self, entry: RegistryEntry, beside: frozenset[str] = frozenset()) -> Registry:
         """A new version with `entry` appended; an identical function is not added twice.
 
-        A name already taken by different code gets a numeric suffix, so module names stay unique.
+        A name already taken by different code gets a numeric suffix, so module names stay unique. The same
+        function accepted by one of the chunks `beside` (running beside the entry's chunk, which does not see
+        their functions) is added all the same: each chunk then goes on from its own, and publishing the wave
+        keeps the one of the first chunk (`in_chunk_order`), whichever chunk was faster.
         """
-        if self.find(entry.function) is not None:
+        if self.without_chunks(beside).find(entry.function) is not None:
             return self
         entry = _unique_name(entry, self.names())
-        return self.model_copy(
-            update={"entries": (*self.entries, entry), "version": self.version + 1, "updated_at": _now()}
-        )
+        return self.model_copy(update={"entries": (*self.entries, entry), "version": self.version + 1})
 
     def without_chunks(self, chunks: frozenset[str] | set[str]) -> Registry:
         """The registry as a chunk sees it when `chunks` run beside it: their functions and declines left out."""
@@ -167,30 +176,41 @@ class Registry(BaseModel):
         })
 
     def in_chunk_order(self, chunks: list[str] | tuple[str, ...]) -> Registry:
-        """The entries of `chunks` (a wave that ran side by side) in the chunks' order, then accepted order, after
-        every other entry, and named as if they had been accepted in that order: the module then does not
-        depend on which chunk finished first. The version stays: it counts what was accepted, which does
-        not depend on the order either (the unordered registry is never exported)."""
+        """The registry as if the chunks of a wave that ran side by side (`chunks`, in order) had run one after
+        another, whichever finished first: their entries in the chunks' order, then accepted order, after every
+        other entry, named in that order; a function two of them accepted once, from the first; and of two
+        reasons they gave to decline one item, the later chunk's. The version stays: it counts what was
+        accepted, which does not depend on the order either (the unordered registry is never exported)."""
         rank = {c: i for i, c in enumerate(chunks)}
         kept = [e for e in self.entries if e.provenance.chunk not in rank]
         if any(e.provenance.chunk not in rank for e in self.entries[len(kept):]):
             return self  # published before (another drop's last wave): its place in the module stays
         # Within one chunk, acceptance order is its own (sequential) order, also across a resumed run.
         placed = sorted((rank[e.provenance.chunk], i) for i, e in enumerate(self.entries) if e.provenance.chunk in rank)
-        wave = [self.entries[i] for _, i in placed]
         entries = list(kept)
-        for entry in wave:
+        first = {_code_key(e.function): i for i, e in enumerate(entries)}
+        for _, i in placed:
+            entry = self.entries[i]
+            twin = first.get(_code_key(entry.function))
+            if twin is not None:  # accepted by an earlier chunk too: the items it serves go with that one
+                serves = tuple(dict.fromkeys((*entries[twin].serves, *entry.serves)))
+                entries[twin] = entries[twin].model_copy(update={"serves": serves})
+                continue
             entry = _renamed(entry, entry.asked_name or entry.function.name)
+            first[_code_key(entry.function)] = len(entries)
             entries.append(_unique_name(entry, {e.function.name for e in entries}))
-        if tuple(entries) == self.entries:
+        reasons = {d.item: d for _, _, d in sorted((rank[d.chunk], i, d) for i, d in enumerate(self.declined)
+                                                    if d.chunk in rank)}
+        declined = tuple(d for d in self.declined if d.chunk not in rank) + tuple(reasons.values())
+        if tuple(entries) == self.entries and declined == self.declined:
             return self
-        return self.model_copy(update={"entries": tuple(entries)})
+        return self.model_copy(update={"entries": tuple(entries), "declined": declined})
 
     def with_entries(self, entries: list[RegistryEntry]) -> Registry:
         """A new version holding exactly `entries` (consolidation); unchanged entries keep the version."""
         if tuple(entries) == self.entries:
             return self
-        return self.model_copy(update={"entries": tuple(entries), "version": self.version + 1, "updated_at": _now()})
+        return self.model_copy(update={"entries": tuple(entries), "version": self.version + 1})
 
 
 def _code_key(function: CleaningFunction) -> str:
@@ -216,10 +236,6 @@ def _renamed(entry: RegistryEntry, new: str) -> RegistryEntry:
     code = entry.function.code.replace(f"def {name}(", f"def {new}(", 1)
     fn = entry.function.model_copy(update={"name": new, "code": code})
     return entry.model_copy(update={"function": fn, "asked_name": "" if new == entry.asked_name else entry.asked_name})
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
 
 class RegistryStore:

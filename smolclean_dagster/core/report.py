@@ -36,7 +36,7 @@ def render_report(
     """The report as markdown: the instructions and how each was carried out, functions with provenance
     and examples, validation and quality (with the chart), LLM use, and which chunks were analysed and why."""
     out = [f"# Cleaning report: {registry.dataset}", "", f"Registry version {registry.version}, "
-           f"{len(registry.entries)} function(s), updated {registry.updated_at or 'never'}.", ""]
+           f"{len(registry.entries)} function(s).", ""]
     if items:
         out += _instructions(registry, items, reads_instructions)
     out += ["## Functions", ""]

@@ -29,6 +29,7 @@ class ProposalStep(BaseModel):
     serves: tuple[int, ...] = Field(default=(), description="instruction items the reply says the function serves")
     declines: tuple[ItemDecline, ...] = ()
     usage: Usage = Field(default_factory=Usage)
+    reply_hash: str | None = Field(default=None, description="hash of the model's raw reply: what varies between runs")
     error: str | None = Field(default=None, description="why the analyst's reply could not be used")
     transcript: str | None = Field(default=None, description="file with the request and the raw reply")
     seconds: float = 0.0

@@ -108,6 +108,7 @@ class Proposal(BaseModel):
     plan: tuple[str, ...] = Field(default=(), description="with no instructions: the items the model plans to do")
     model: str | None = None
     prompt_hash: str | None = None
+    reply_hash: str | None = Field(default=None, description="hash of the model's raw reply (see replies.reply_hash)")
     usage: Usage = Field(default_factory=Usage)
     error: str | None = Field(
         default=None, description="why the reply could not be used (the model's fault): fed back in the next step"

@@ -17,7 +17,7 @@ from ..functions import CleaningFunction
 from .base import AnalysisRequest, Proposal, Usage
 from .client import Completion, LLMClient
 from .prompts import REGISTRY_BUDGET, ROWS_BUDGET, analysis_messages, merge_messages, prompt_hash
-from .replies import ReplyError, parse_analysis_reply, parse_merge_reply
+from .replies import ReplyError, parse_analysis_reply, parse_merge_reply, reply_hash
 
 log = logging.getLogger("smolclean.analysts.llm")
 
@@ -77,7 +77,8 @@ class LLMAnalyst:
         digest = prompt_hash(messages)
         completion = self.client.complete(messages)
         context = {
-            "model": self.model, "prompt_hash": digest, "usage": completion.usage,
+            "model": self.model, "prompt_hash": digest, "reply_hash": reply_hash(completion.text),
+            "usage": completion.usage,
             "transcript": str(completion.transcript) if completion.transcript else None,
         }
         try:

@@ -34,6 +34,7 @@ back to the model as feedback.
 from __future__ import annotations
 
 import ast
+import hashlib
 import html
 import re
 import textwrap
@@ -91,6 +92,12 @@ _COLUMNS = re.compile(r"<columns>(.*?)(?:</columns>|(?=<)|\Z)", _FLAGS)
 _SOLVED = re.compile(r"[\(\[]\s*solved\s*[\)\]]\s*$", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s*")
 _ENTITY = re.compile(r"&(lt|gt|amp|quot|#\d+);")
+
+
+def reply_hash(text: str) -> str:
+    """A short, stable hash of a model's raw reply: beside the prompt's hash, it tells two learning runs whose
+    model answered the same prompt differently from runs that asked something else (registry provenance)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def parse_analysis_reply(text: str, *, columns: list[str] | tuple[str, ...] = ()) -> AnalysisReply:

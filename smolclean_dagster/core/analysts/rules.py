@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -330,9 +330,11 @@ class RulesAnalyst:
             return ("rule", spec.template)
         return ("rule", spec.template, function.columns)
 
-    def merge(self, functions: list[CleaningFunction]) -> CleaningFunction | None:
+    def merge(self, functions: list[CleaningFunction], column_order: Sequence[str] = ()) -> CleaningFunction | None:
         """One function doing the job of several with the same `merge_key` (their constants merged, e.g. two
-        mapping tables into one, or two column lists), or None when they cannot be merged safely.
+        mapping tables into one, or two column lists), or None when they cannot be merged safely. Its columns
+        (and so its name) follow `column_order`, the drop's, where it names them: a merge of the same
+        functions gets the same name whichever chunk wrote which.
 
         Example:
             >>> RulesAnalyst().merge([unify_case_city, unify_case_city_2]).name   # doctest: +SKIP
@@ -351,7 +353,9 @@ class RulesAnalyst:
                 context = _merge_context(context, spec.context)
         except ValueError:
             return None
-        columns = list(dict.fromkeys(c for f in functions for c in f.columns))
+        columns = _in_order(dict.fromkeys(c for f in functions for c in f.columns), column_order)
+        if isinstance(context.get("columns"), list) and set(context["columns"]) == set(columns):
+            context = {**context, "columns": columns}
         name = functions[0].name
         if columns != list(functions[0].columns):  # named after what it now fixes
             name = _columns_name(RULES_BY_TEMPLATE[specs[0].template].prefix, columns)
@@ -418,6 +422,13 @@ def _merge_value(a: object, b: object) -> object:
     if a == b:
         return a
     raise ValueError(f"conflicting values {a!r} and {b!r}")
+
+
+def _in_order(columns: Iterable[str], order: Sequence[str]) -> list[str]:
+    """`columns` in the place each has in `order`; those it does not name after them, as they came."""
+    place = {c: i for i, c in enumerate(order)}
+    columns = list(columns)
+    return sorted(columns, key=lambda c: (place.get(c, len(place)), columns.index(c)))
 
 
 def _candidates(findings: list[Finding]) -> Iterator[tuple[Rule, list[Finding]]]:
