@@ -253,9 +253,10 @@ def delimited_blocks(path, sep, batch_rows=BATCH_ROWS):
     Records end where the reader ends them: at a line break outside quotes. A value is quoted when its
     field starts with a quote; `""` inside is a quote, and a quote anywhere else is a plain character
     (`5'10"`). Blank lines are left out (the reader skips them) and so is a leading byte-order mark.
-    Only lines holding a quote are looked at closely, so splitting costs little beside parsing.
+    Only lines holding a quote are looked at closely, and each line once (a quoted value over many lines
+    costs in proportion to its size), so splitting costs little beside parsing.
     """
-    record = _record_pattern(sep)
+    record, rest = _record_pattern(sep), _record_pattern(sep, inside_quotes=True)
     header, parts, starts, pending = None, [], [], []
     with open(path, "rb") as fh:
         for number, line in enumerate(fh, 1):
@@ -265,9 +266,9 @@ def delimited_blocks(path, sep, batch_rows=BATCH_ROWS):
                 line += b"\n"
             if pending:  # inside a quoted value that holds line breaks: it can only end on a line with a quote
                 pending.append(line)
-                if b'"' not in line or not record.fullmatch(line := b"".join(pending)):
+                if b'"' not in line or not rest.fullmatch(line):
                     continue
-                start, pending = number - len(pending) + 1, []
+                line, start, pending = b"".join(pending), number - len(pending) + 1, []
             elif b'"' in line and not record.fullmatch(line):
                 pending = [line]
                 continue
@@ -297,11 +298,17 @@ def _compact(numbers):
     return range(numbers[0], numbers[-1] + 1) if numbers[-1] - numbers[0] == len(numbers) - 1 else numbers
 
 
-def _record_pattern(sep):
-    """A regular expression matching one whole CSV/TSV record (its line break included)."""
+def _record_pattern(sep, inside_quotes=False):
+    """A regular expression matching one whole CSV/TSV record (its line break included); `inside_quotes`: the
+    rest of a record from inside a quoted value (a line that closes the value and ends the record).
+
+    The quantifiers are possessive, so the match never backtracks: it fails exactly where a quoted value
+    runs past the line break."""
     s = re.escape(sep.encode())
-    field = rb'"(?:[^"]++|"")*+"(?:[^"' + s + rb'\n][^' + s + rb'\n]*+)?|(?!")[^' + s + rb'\n]*+'
-    return re.compile(rb"(?:" + field + rb")(?:" + s + rb"(?:" + field + rb"))*+\n")
+    tail = rb'(?:[^"' + s + rb'\n][^' + s + rb'\n]*+)?'  # text after a closing quote is kept as written
+    field = rb'"(?:[^"]++|"")*+"' + tail + rb'|(?!")[^' + s + rb'\n]*+'
+    first = rb'(?:[^"]++|"")*+"' + tail if inside_quotes else rb"(?:" + field + rb")"
+    return re.compile(first + rb"(?:" + s + rb"(?:" + field + rb"))*+\n")
 
 
 def decode_delimited(data, sep):
