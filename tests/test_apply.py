@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import signal
 import subprocess
 import sys
 import time
@@ -321,3 +322,84 @@ def test_the_exported_modules_reader_cleans_batches_on_every_worker_process_in_o
             assert os.getpid() in pids and len(pids) == 2
         else:
             assert pids == {os.getpid()}
+
+
+def test_cleaning_never_writes_over_its_input(people_csv, sandbox, tmp_path):
+    """`smolclean apply` and the exported module refuse an output that is the input, whether named by the same
+    path, through a link, or as a hard link to it: one message, exit 2, the input untouched."""
+    before = people_csv.read_bytes()
+    module = tmp_path / "clean_people.py"
+    module.write_text(_exported_module(), encoding="utf-8")
+    (tmp_path / "link.csv").symlink_to(people_csv)
+    os.link(people_csv, tmp_path / "hard.csv")
+
+    proc = subprocess.run([sys.executable, "-m", "smolclean_dagster.cli", "apply", str(module), str(people_csv),
+                           "-o", str(people_csv)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "is the input file" in proc.stderr and "never writes over" in proc.stderr, proc.stderr
+    for output in (tmp_path / "link.csv", tmp_path / "hard.csv", tmp_path / "sub" / ".." / "people.csv"):
+        with pytest.raises(SmolcleanError, match="is the input file"):
+            apply_module(MODULE, people_csv, output, sandbox=sandbox, workers=1)
+        proc = subprocess.run([sys.executable, str(module), str(people_csv), str(output)], capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 2 and "is the input file" in proc.stderr, proc.stderr
+    assert people_csv.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clean_people.py", "hard.csv", "link.csv", "people.csv"]
+
+
+def test_a_killed_runs_temporary_file_is_removed_by_the_next_run_and_a_live_ones_kept(people_csv, tmp_path):
+    from smolclean_dagster.core.drop_io import temporary_path
+
+    out = tmp_path / "out.csv"
+    slow = tmp_path / "clean_slow.py"
+    slow.write_text(_exported_module().replace("    df = df.copy()\n", "    df = df.copy()\n    __import__('time').sleep(0.3)\n", 1),
+                    encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, str(slow), str(people_csv), str(out), "10", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not [p for p in tmp_path.iterdir() if p.name.startswith(".out.csv")] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # a few batches written
+    finally:
+        proc.kill()
+        proc.wait(10)
+    left = [p for p in tmp_path.iterdir() if p.name.startswith(".out.csv")]
+    assert len(left) == 1 and not out.exists()
+    live = Path(temporary_path(out))  # a run in progress in this (live) process writes here
+    live.write_text("in progress", encoding="utf-8")
+
+    assert _run_exported_module(people_csv, out).returncode == 0
+    assert not left[0].exists()
+    assert live.read_text(encoding="utf-8") == "in progress"
+    assert pd.read_csv(out, dtype=str, keep_default_na=False)["city"].tolist()[:3] == ["Oslo", "Bergen", "Oslo"]
+
+
+def _ignore_stop_signals() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job of a shell
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # and what some supervisors leave behind
+
+
+def test_the_exported_module_stops_its_workers_when_stop_signals_are_ignored(people_jsonl, tmp_path):
+    """Its forked workers inherit ignored SIGINT and SIGTERM: they are told to finish instead, so the module
+    cleans every batch, exits and leaves no process behind."""
+    from local_servers import session_processes
+
+    module = tmp_path / "clean_people.py"
+    module.write_text(_exported_module().replace("    df = df.copy()\n", "    df = df.copy()\n    __import__('time').sleep(0.02)\n", 1),
+                      encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.Popen([sys.executable, str(module), str(people_jsonl), str(out), "5", "3"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_ignore_stop_signals)
+    try:
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        left = session_processes(proc.pid)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        proc.kill()
+        proc.wait(10)
+    assert proc.returncode == 0, stderr
+    assert f"cleaned {ROWS} rows" in stdout
+    assert left == []
+    assert [json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines()] == [f"P{i:04d}" for i in range(ROWS)]

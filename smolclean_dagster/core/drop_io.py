@@ -29,12 +29,15 @@ parsed and written by it (several times faster); without it, by the standard lib
 values; written numbers may differ in spelling only (`1e16` and `1e+16`).
 """
 
+import contextlib
 import csv
 import io
 import json
 import math
 import os
 import re
+import socket
+import time
 
 try:
     import orjson
@@ -437,15 +440,87 @@ def output_kind(path):
     return {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}.get(suffix, "parquet")
 
 
+class OutputIsInput(ValueError):
+    """The output path names the input file: cleaning never writes over its input."""
+
+
+def check_output(source, destination):
+    """Raise OutputIsInput when writing `destination` would write over `source`: the same path once links
+    are resolved, or the same file by device and inode (a hard link, a second mount)."""
+    source, destination = os.fspath(source), os.fspath(destination)
+    same = os.path.realpath(source) == os.path.realpath(destination)
+    if not same:
+        try:
+            same = os.path.samefile(source, destination)
+        except OSError:  # no output yet (or no input: the reader says so)
+            same = False
+    if same:
+        raise OutputIsInput(f"the output {destination} is the input file {source}; cleaning never writes over "
+                            "its input: give another output path")
+
+
+#: A temporary output: `.NAME.smolclean-HOST-PID.tmp` beside the output NAME, so a later run into the folder
+#: knows it for ours and can tell whether the run that writes it is still alive.
+_TEMPORARY = re.compile(r"\.(.+)\.smolclean-(.+)-(\d+)\.tmp")
+
+
+def _host():
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname()) or "host"
+
+
+def temporary_path(destination):
+    """Where an output is written until it is complete: beside it, named for this host and process."""
+    folder, name = os.path.split(os.fspath(destination))
+    return os.path.join(folder, f".{name}.smolclean-{_host()}-{os.getpid()}.tmp")
+
+
+def remove_stale_temporaries(folder):
+    """Delete the temporary outputs that killed runs left in `folder`: ours by their name, written on this host
+    by a process that is gone (a live run's file, or another host's, is left alone). Returns the paths removed."""
+    removed = []
+    if os.name != "posix":  # whether a process lives is asked with a signal 0, which Windows lacks
+        return removed
+    host, folder = _host(), folder or "."
+    with contextlib.suppress(OSError):
+        for name in os.listdir(folder):
+            match = _TEMPORARY.fullmatch(name)
+            if match and match[2] == host and not _alive(int(match[3])):
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(folder, name))
+                    removed.append(os.path.join(folder, name))
+    return removed
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def _sync(path):
+    """Have the system write a file (or a folder's entries) to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class BatchWriter:
     """Appends cleaned batches to one file in order: CSV/TSV text, JSONL values or Parquet types.
 
-    The columns are those of the first batch. A later batch may lack some (they are written empty);
-    a later batch with new columns, or a Parquet column whose type changes, raises ValueError.
+    The file is written under a temporary name beside `path` (see `temporary_path`) and appears at `path`,
+    synced to disk, on `close`; `abort` deletes it. The columns are those of the first batch. A later batch
+    may lack some (they are written empty); a later batch with new columns raises ValueError.
     """
 
     def __init__(self, path, kind=None):
-        self.path = os.fspath(path)
+        self.destination = os.fspath(path)
+        self.path = temporary_path(self.destination)
         self.kind = kind or output_kind(path)
         self.columns = None
         self._fh = None
@@ -516,7 +591,15 @@ class BatchWriter:
         self._parquet.write_table(table)
 
     def close(self):
-        """Finish the file; a drop with no rows still gets an (empty) output file."""
+        """Finish the file, sync it to disk and rename it into place; a drop with no rows still gets an
+        (empty) output file."""
+        self._finish()
+        _sync(self.path)
+        os.replace(self.path, self.destination)
+        with contextlib.suppress(OSError):  # the rename itself, where the system syncs folders
+            _sync(os.path.dirname(self.destination) or ".")
+
+    def _finish(self):
         import pandas as pd
 
         if self._parquet is None and self._fh is None:
@@ -531,7 +614,7 @@ class BatchWriter:
     def abort(self):
         """Close and delete the unfinished file."""
         try:
-            self.close()
+            self._finish()
         except Exception:  # noqa: BLE001  (the file is deleted anyway)
             pass
         if os.path.exists(self.path):
@@ -561,20 +644,22 @@ def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
     forked from it, so each has `clean` as this process has it. A forked process parses its batch, cleans
     it and writes it as the output file's bytes; this process reads the drop, cleans a batch itself
     whenever the forked ones are all busy, and appends the bytes in the input's order. Where processes
-    cannot be forked (Windows), or with one worker, every batch is cleaned here. The output is written
-    under a temporary name and renamed when every batch is done.
+    cannot be forked (Windows), or with one worker, every batch is cleaned here.
+
+    The output may not be the input (OutputIsInput, before anything is read or written). It is written
+    under a temporary name beside it and renamed, synced to disk, when every batch is done; the temporary
+    files that killed runs left in its folder are removed first.
     """
     import multiprocessing
     from collections import deque
 
-    destination = os.fspath(destination)
-    temporary = os.path.join(os.path.dirname(destination) or ".", f".{os.path.basename(destination)}.{os.getpid()}.tmp")
-    writer = BatchWriter(temporary, output_kind(destination))
+    check_output(source, destination)
+    remove_stale_temporaries(os.path.dirname(os.fspath(destination)))
+    writer = BatchWriter(destination)
     workers = max(1, workers or _cores()) if "fork" in multiprocessing.get_all_start_methods() else 1
     _WORK[:] = [clean, writer.kind]  # what the forked workers clean with
     return_freed_buffers()  # before forking: the workers inherit it
-    helpers = workers - 1
-    pool = multiprocessing.get_context("fork").Pool(helpers) if helpers else None  # forked before any reading
+    pool = _Workers(workers - 1) if workers > 1 else None  # forked before any reading
     rows_in = rows_out = 0
 
     def write(result, numbers):
@@ -592,6 +677,7 @@ def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
         writer.write_encoded(data, header_bytes, columns)
         rows_in, rows_out = rows_in + batch_in, rows_out + batch_out
 
+    finished = False
     try:
         pending = deque()  # (result, line numbers) in input order
         for kind, data, numbers in encoded_batches(source, batch_rows):
@@ -599,8 +685,8 @@ def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
                 write(*pending.popleft())
             # The forked processes keep one batch queued behind each running one, so they never wait while
             # this process cleans; when they have that much, this process cleans the batch itself.
-            if pool and sum(not r.ready() for r, _ in pending) < 2 * helpers:
-                pending.append((pool.apply_async(_clean_encoded, (kind, data)), numbers))
+            if pool and sum(not r.ready() for r, _ in pending) < 2 * pool.size:
+                pending.append((pool.submit(kind, data), numbers))
             else:
                 pending.append((_Done(_clean_encoded, kind, data), numbers))
             del data  # not held while the next batch is read
@@ -609,14 +695,124 @@ def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
         while pending:
             write(*pending.popleft())
         writer.close()
-        os.replace(temporary, destination)
+        finished = True
     except BaseException:
         writer.abort()
         raise
     finally:
         if pool:
-            pool.terminate()
+            pool.stop(grace_s=10.0 if finished else 1.0)  # after a failure, what they clean is thrown away
     return rows_in, rows_out
+
+
+class _Workers:
+    """Processes forked from this one that clean batches (`_clean_encoded`) taken from one queue, each
+    answering on its own pipe.
+
+    They are stopped without signals the caller may have ignored (a shell's background job ignores
+    SIGINT, and what runs it may ignore SIGTERM too): each is told to finish, and one still running at
+    the deadline is killed with SIGKILL. A worker also dies with this process (Linux), never left behind.
+    """
+
+    def __init__(self, size):
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork")
+        self.size = size
+        self._tasks = context.Queue()  # sent by a thread: handing over a batch never waits for a busy worker
+        self._answers, self._sent, self._processes, self._replies = {}, 0, [], []
+        for _ in range(size):
+            reader, writer = context.Pipe(duplex=False)
+            process = context.Process(target=_serve, args=(self._tasks, writer), daemon=True)
+            process.start()
+            writer.close()
+            self._processes.append(process)
+            self._replies.append(reader)
+
+    def submit(self, kind, data):
+        """Queue a batch; returns its result (`ready`, `get`)."""
+        self._sent += 1
+        self._tasks.put((self._sent, kind, data))
+        return _Queued(self, self._sent)
+
+    def collect(self, block):
+        """Take the answers that have arrived; `block`: wait for one. A worker that died raises."""
+        from multiprocessing.connection import wait
+
+        sentinels = [p.sentinel for p in self._processes] if block else []
+        ready = wait(self._replies + sentinels, None if block else 0)
+        answered = False
+        for reply in self._replies:
+            if reply in ready:
+                try:
+                    number, ok, value = reply.recv()
+                except EOFError:
+                    continue  # its process ended: told by its sentinel
+                self._answers[number] = (ok, value)
+                answered = True
+        if block and not answered:
+            dead = next(p for p in self._processes if p.sentinel in ready)
+            raise RuntimeError(f"a worker process cleaning batches ended (exit code {dead.exitcode}); "
+                               "was it killed for lack of memory? Try fewer workers or smaller batches")
+
+    def stop(self, grace_s):
+        """Tell every worker to finish, and kill (SIGKILL) those still running after `grace_s` seconds."""
+        for _ in self._processes:
+            self._tasks.put(None)
+        deadline = time.monotonic() + grace_s
+        for process in self._processes:
+            process.join(max(0.0, deadline - time.monotonic()))
+            if process.exitcode is None:
+                process.kill()
+                process.join()
+        for reply in self._replies:
+            reply.close()
+        self._tasks.cancel_join_thread()  # batches no worker took are dropped, not waited for at exit
+        self._tasks.close()
+
+
+class _Queued:
+    """A batch handed to the forked workers; answers like `_Done`."""
+
+    def __init__(self, workers, number):
+        self.workers, self.number = workers, number
+
+    def ready(self):
+        if self.number not in self.workers._answers:
+            self.workers.collect(block=False)
+        return self.number in self.workers._answers
+
+    def get(self):
+        while self.number not in self.workers._answers:
+            self.workers.collect(block=True)
+        ok, value = self.workers._answers.pop(self.number)
+        if not ok:
+            raise value
+        return value
+
+
+def _serve(tasks, reply):
+    """A forked worker: clean the batches of the queue until told to finish (None)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the process that forked this one, which stops it
+    with contextlib.suppress(Exception):  # Linux: killed when that process dies, however it dies
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    while True:
+        task = tasks.get()
+        if task is None:
+            return
+        number, kind, data = task
+        try:
+            answer = (number, True, _clean_encoded(kind, data))
+        except Exception as exc:  # noqa: BLE001  (raised again where the batch is written, in order)
+            answer = (number, False, exc)
+        try:
+            reply.send(answer)
+        except Exception:  # noqa: BLE001  (an error that cannot be pickled: sent as its text)
+            reply.send((number, False, RuntimeError(f"{type(answer[2]).__name__}: {answer[2]}")))
 
 
 class _Done:

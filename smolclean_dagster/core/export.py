@@ -37,7 +37,8 @@ _MAIN_TAIL = """
         _rows_in, _rows_out = clean_file(clean, _sys.argv[1], _sys.argv[2], int(_sys.argv[3]) if _sys.argv[3:] else BATCH_ROWS,
                                          int(_sys.argv[4]) if _sys.argv[4:] else None)
     except (OSError, ValueError) as _exc:
-        _sys.exit(f"{{_sys.argv[1]}}: {{_exc}}")
+        print(f"{{_sys.argv[1]}}: {{_exc}}", file=_sys.stderr)
+        _sys.exit(2)
     print(f"cleaned {{_rows_in}} rows of {{_sys.argv[1]}} -> {{_sys.argv[2]}} ({{_rows_out}} rows)")
 """
 
