@@ -571,24 +571,39 @@ class BatchWriter:
         return out.getvalue().encode("utf-8")
 
     def _write_table(self, table):
+        """Append a batch to the Parquet file. Types are those the batches so far agree on: a column that was
+        null takes the type of its first values, integers meeting decimals become decimals (float64), and
+        types that cannot meet (numbers and text) become text, nulls staying null. When a batch widens a
+        type, the rows written so far are copied once under the wider one (row group by row group)."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        if self._parquet is not None and table.column_names != self._parquet.schema.names:
-            self._check_new(table.column_names)
-            table = pa.table({name: table.column(name) if name in table.column_names
-                              else pa.nulls(table.num_rows, self._parquet.schema.field(name).type)
-                              for name in self._parquet.schema.names})
         if self._parquet is None:
-            schema = pa.schema([f.with_type(pa.string()) if pa.types.is_null(f.type) else f for f in table.schema])
-            self._parquet = pq.ParquetWriter(self.path, schema.remove_metadata())
+            self._parquet = pq.ParquetWriter(self.path, table.schema.remove_metadata())
             self.columns = self._parquet.schema.names
+        elif table.column_names != self.columns:
+            self._check_new(table.column_names)
+        schema = _widened(self._parquet.schema, table.schema)
         try:
-            table = table.cast(self._parquet.schema)
+            if not schema.equals(self._parquet.schema):
+                self._rewrite(schema)
+            self._parquet.write_table(_conformed(table, schema))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
             raise ValueError(f"a batch's columns changed type ({exc}); make the functions return the same types "
                              "for every batch, or write CSV") from exc
-        self._parquet.write_table(table)
+
+    def _rewrite(self, schema):
+        """Copy the rows written so far into a new temporary file under `schema`, and go on writing there."""
+        import pyarrow.parquet as pq
+
+        self._parquet.close()
+        first = temporary_path(self.destination)  # the copy goes to the other of two names
+        written, self.path = self.path, temporary_path(self.destination + ".widened") if self.path == first else first
+        self._parquet = pq.ParquetWriter(self.path, schema)
+        with pq.ParquetFile(written) as old:
+            for group in range(old.num_row_groups):
+                self._parquet.write_table(_conformed(old.read_row_group(group), schema))
+        os.remove(written)
 
     def close(self):
         """Finish the file, sync it to disk and rename it into place; a drop with no rows still gets an
@@ -622,7 +637,8 @@ class BatchWriter:
 
 
 def _arrow_table(df):
-    """A frame as an Arrow table; a column Arrow cannot type (mixed values) is written as CSV text."""
+    """A frame as an Arrow table; a column Arrow cannot type (numbers and text mixed) is written as text
+    (`cell_text`), its nulls null."""
     import pyarrow as pa
 
     arrays, names = [], []
@@ -631,10 +647,48 @@ def _arrow_table(df):
         try:
             array = pa.Array.from_pandas(series)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError):
-            array = pa.array(text_frame(series.to_frame()).iloc[:, 0].tolist(), type=pa.string())
+            array = _text_array(_cells(series))
         arrays.append(array)
         names.append(str(name))
     return pa.Table.from_arrays(arrays, names=names)
+
+
+def _text_array(values):
+    """Python values as an Arrow text array: each as `cell_text` writes it, nulls null."""
+    import pyarrow as pa
+
+    return pa.array([None if _is_null(v) else v if isinstance(v, str) else cell_text(v) for v in values],
+                    type=pa.string())
+
+
+def _widened(schema, new):
+    """`schema` with each type widened to hold the values of the same column in `new` as well."""
+    import pyarrow as pa
+
+    fields = []
+    for field in schema:
+        other = new.field(field.name).type if field.name in new.names else pa.null()
+        try:
+            kind = pa.unify_schemas([pa.schema([field]), pa.schema([field.with_type(other)])],
+                                    promote_options="permissive").field(0).type
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            kind = pa.string()
+        fields.append(field.with_type(kind))
+    return pa.schema(fields)
+
+
+def _conformed(table, schema):
+    """`table` under `schema`: missing columns null, each column cast to its type (to text with `_text_array`)."""
+    import pyarrow as pa
+
+    arrays = []
+    for field in schema:
+        column = table.column(field.name) if field.name in table.column_names else pa.nulls(table.num_rows, field.type)
+        if column.type != field.type:
+            is_text = pa.types.is_string(field.type) and not pa.types.is_null(column.type)
+            column = _text_array(column.to_pylist()) if is_text else column.cast(field.type)
+        arrays.append(column)
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
