@@ -403,3 +403,75 @@ def test_the_exported_module_stops_its_workers_when_stop_signals_are_ignored(peo
     assert f"cleaned {ROWS} rows" in stdout
     assert left == []
     assert [json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines()] == [f"P{i:04d}" for i in range(ROWS)]
+
+
+CARRIES_STATE = '''import pandas as pd
+
+SEEN = []
+
+
+def number_batches(df: pd.DataFrame) -> pd.DataFrame:
+    """Number each batch by the batches cleaned before it: state kept in a module constant."""
+    SEEN.append(len(df))
+    df = df.copy()
+    df["batch"] = len(SEEN)
+    return df
+'''
+
+USES_CONSTANTS = '''import pandas as pd
+
+CITIES = {"oslo": "Oslo", "bergen": "Bergen"}
+KNOWN = ["Oslo", "Bergen"]
+TOKENS = {"N/A"}
+
+
+def name_cities(df: pd.DataFrame) -> pd.DataFrame:
+    """Spell the cities from a table, and mark known ones and null tokens in notes."""
+    df = df.copy()
+    key = df["city"].str.strip().str.lower()
+    df["city"] = key.map(CITIES).fillna(df["city"])
+    df["known"] = df["city"].isin(KNOWN) & key.map(lambda k: CITIES.get(k) is not None)
+    df["note"] = df["note"].where(~df["note"].isin(TOKENS), "")
+    return df
+'''
+
+
+def _registry_module(*codes: str) -> str:
+    registry = Registry(dataset="people")
+    for code in codes:
+        registry = registry.with_entry(RegistryEntry(function=CleaningFunction.from_code(code, columns=["city"]),
+                                                     provenance=Provenance(drop="people.csv", chunk="c1", step=1,
+                                                                           analyst="llm")))
+    return render_module(registry)
+
+
+def test_a_function_that_changes_a_constant_cannot_carry_state_across_batches(people_csv, sandbox, tmp_path):
+    """Constants are read-only once the code is loaded: in the sandbox (whatever the module's source says) and
+    in the exported module on its own (`NAME = read_only(...)`), a function appending to one fails on its
+    first batch instead of numbering the batches each worker has cleaned; reading them works as before."""
+    out = tmp_path / "out.csv"
+    plain = CARRIES_STATE + "\n\ndef clean(df):\n    return number_batches(df)\n"
+    with pytest.raises(SmolcleanError, match="'tuple' object has no attribute 'append'"):
+        apply_module(plain, people_csv, out, sandbox=sandbox, batch_size=25, workers=1)
+    assert _nothing_written(out)
+
+    exported = _registry_module(CARRIES_STATE)
+    assert "SEEN = read_only([])" in exported
+    module = tmp_path / "clean_people.py"
+    module.write_text(exported, encoding="utf-8")
+    for workers in ("1", "2"):
+        proc = subprocess.run([sys.executable, str(module), str(people_csv), str(out), "25", workers],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode != 0 and "'tuple' object has no attribute 'append'" in proc.stderr, proc.stderr
+        assert _nothing_written(out)
+
+    module.write_text(_registry_module(USES_CONSTANTS), encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(module), str(people_csv), str(out), "25", "2"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    standalone = pd.read_csv(out, dtype=str, keep_default_na=False)
+    apply_module(module.read_text(encoding="utf-8"), people_csv, tmp_path / "applied.csv", sandbox=sandbox,
+                 batch_size=25, workers=2)
+    assert (tmp_path / "applied.csv").read_bytes() == out.read_bytes()
+    assert standalone["city"].tolist()[:3] == ["Oslo", "Bergen", "Oslo"] and set(standalone["known"]) == {"true"}
+    assert "N/A" not in set(standalone["note"]) and standalone["note"].tolist()[:3] == ["plain", "a, b", "two\nlines"]
