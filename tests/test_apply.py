@@ -475,3 +475,19 @@ def test_a_function_that_changes_a_constant_cannot_carry_state_across_batches(pe
     assert (tmp_path / "applied.csv").read_bytes() == out.read_bytes()
     assert standalone["city"].tolist()[:3] == ["Oslo", "Bergen", "Oslo"] and set(standalone["known"]) == {"true"}
     assert "N/A" not in set(standalone["note"]) and standalone["note"].tolist()[:3] == ["plain", "a, b", "two\nlines"]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_the_output_is_on_disk_before_it_takes_its_name(people_jsonl, tmp_path, monkeypatch, suffix):
+    """A power cut after the rename must not leave an empty or partial file under the output's name: the
+    temporary file is synced (fsync) before it is renamed. What the system was asked is recorded, since a
+    power cut cannot be staged here."""
+    from smolclean_dagster.core.drop_io import clean_file
+
+    calls, fsync, replace = [], os.fsync, os.replace
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(("fsync", os.readlink(f"/proc/self/fd/{fd}"))), fsync(fd)))
+    monkeypatch.setattr(os, "replace", lambda a, b: (calls.append(("replace", os.fspath(a))), replace(a, b)))
+    out = tmp_path / f"out{suffix}"
+    clean_file(lambda df: df, people_jsonl, out, batch_rows=40, workers=1)
+    renamed = [i for i, (what, _) in enumerate(calls) if what == "replace"]
+    assert len(renamed) == 1 and ("fsync", calls[renamed[0]][1]) in calls[:renamed[0]], calls
