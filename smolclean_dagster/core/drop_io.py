@@ -761,7 +761,8 @@ def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
 
 class _Workers:
     """Processes forked from this one that clean batches (`_clean_encoded`) taken from one queue, each
-    answering on its own pipe.
+    answering on its own pipe; a thread of this process takes the answers as they come, so a worker never
+    waits for this one to read.
 
     They are stopped without signals the caller may have ignored (a shell's background job ignores
     SIGINT, and what runs it may ignore SIGTERM too): each is told to finish, and one still running at
@@ -770,11 +771,14 @@ class _Workers:
 
     def __init__(self, size):
         import multiprocessing
+        import threading
 
         context = multiprocessing.get_context("fork")
         self.size = size
         self._tasks = context.Queue()  # sent by a thread: handing over a batch never waits for a busy worker
-        self._answers, self._sent, self._processes, self._replies = {}, 0, [], []
+        self._sent, self._answers, self._died, self._stopping = 0, {}, None, False
+        self._arrived = threading.Condition()
+        self._processes, self._replies = [], []
         for _ in range(size):
             reader, writer = context.Pipe(duplex=False)
             process = context.Process(target=_serve, args=(self._tasks, writer), daemon=True)
@@ -782,6 +786,8 @@ class _Workers:
             writer.close()
             self._processes.append(process)
             self._replies.append(reader)
+        self._receiver = threading.Thread(target=self._receive, name="smolclean-answers", daemon=True)
+        self._receiver.start()
 
     def submit(self, kind, data):
         """Queue a batch; returns its result (`ready`, `get`)."""
@@ -789,28 +795,43 @@ class _Workers:
         self._tasks.put((self._sent, kind, data))
         return _Queued(self, self._sent)
 
-    def collect(self, block):
-        """Take the answers that have arrived; `block`: wait for one. A worker that died raises."""
+    def _receive(self):
         from multiprocessing.connection import wait
 
-        sentinels = [p.sentinel for p in self._processes] if block else []
-        ready = wait(self._replies + sentinels, None if block else 0)
-        answered = False
-        for reply in self._replies:
-            if reply in ready:
+        open_replies = list(self._replies)
+        while open_replies:
+            for reply in wait(open_replies):
                 try:
                     number, ok, value = reply.recv()
-                except EOFError:
-                    continue  # its process ended: told by its sentinel
-                self._answers[number] = (ok, value)
-                answered = True
-        if block and not answered:
-            dead = next(p for p in self._processes if p.sentinel in ready)
-            raise RuntimeError(f"a worker process cleaning batches ended (exit code {dead.exitcode}); "
-                               "was it killed for lack of memory? Try fewer workers or smaller batches")
+                except (EOFError, OSError):  # the worker ended: told to, or killed
+                    open_replies.remove(reply)
+                    process = self._processes[self._replies.index(reply)]
+                    process.join(5)
+                    with self._arrived:
+                        if not self._stopping and self._died is None:
+                            self._died = process
+                        self._arrived.notify_all()
+                    continue
+                with self._arrived:
+                    self._answers[number] = (ok, value)
+                    self._arrived.notify_all()
+
+    def answer(self, number, block):
+        """The answer for batch `number` as (ok, value), or None when not there yet and not `block`ing."""
+        with self._arrived:
+            while number not in self._answers:
+                if self._died is not None:
+                    raise RuntimeError(f"a worker process cleaning batches ended (exit code {self._died.exitcode}); "
+                                       "was it killed for lack of memory? Try fewer workers or smaller batches")
+                if not block:
+                    return None
+                self._arrived.wait()
+            return self._answers.pop(number) if block else self._answers[number]
 
     def stop(self, grace_s):
         """Tell every worker to finish, and kill (SIGKILL) those still running after `grace_s` seconds."""
+        with self._arrived:
+            self._stopping = True
         for _ in self._processes:
             self._tasks.put(None)
         deadline = time.monotonic() + grace_s
@@ -819,6 +840,7 @@ class _Workers:
             if process.exitcode is None:
                 process.kill()
                 process.join()
+        self._receiver.join()  # every worker gone: every pipe at its end
         for reply in self._replies:
             reply.close()
         self._tasks.cancel_join_thread()  # batches no worker took are dropped, not waited for at exit
@@ -832,14 +854,10 @@ class _Queued:
         self.workers, self.number = workers, number
 
     def ready(self):
-        if self.number not in self.workers._answers:
-            self.workers.collect(block=False)
-        return self.number in self.workers._answers
+        return self.workers.answer(self.number, block=False) is not None
 
     def get(self):
-        while self.number not in self.workers._answers:
-            self.workers.collect(block=True)
-        ok, value = self.workers._answers.pop(self.number)
+        ok, value = self.workers.answer(self.number, block=True)
         if not ok:
             raise value
         return value
