@@ -336,7 +336,7 @@ def test_cleaning_never_writes_over_its_input(people_csv, sandbox, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "smolclean_dagster.cli", "apply", str(module), str(people_csv),
                            "-o", str(people_csv)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "is the input file" in proc.stderr and "never writes over" in proc.stderr, proc.stderr
-    for output in (tmp_path / "link.csv", tmp_path / "hard.csv", tmp_path / "sub" / ".." / "people.csv"):
+    for output in (people_csv, tmp_path / "link.csv", tmp_path / "hard.csv", tmp_path / "sub" / ".." / "people.csv"):
         with pytest.raises(SmolcleanError, match="is the input file"):
             apply_module(MODULE, people_csv, output, sandbox=sandbox, workers=1)
         proc = subprocess.run([sys.executable, str(module), str(people_csv), str(output)], capture_output=True,
