@@ -627,13 +627,14 @@ class BatchWriter:
             self._fh = None
 
     def abort(self):
-        """Close and delete the unfinished file."""
+        """Close and delete the unfinished file (under either of its temporary names, see `_rewrite`)."""
         try:
             self._finish()
         except Exception:  # noqa: BLE001  (the file is deleted anyway)
             pass
-        if os.path.exists(self.path):
-            os.remove(self.path)
+        for path in (temporary_path(self.destination), temporary_path(self.destination + ".widened")):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
 
 
 def _arrow_table(df):
