@@ -23,7 +23,8 @@ _MAIN_HEAD = """
 if __name__ == "__main__":
     # Cleans a file batch by batch, in memory bounded by the batch, on every core:
     #     python {filename} IN OUT [BATCH_ROWS [WORKERS]]
-    # IN: .csv .tsv .jsonl .json .parquet; OUT: .csv .tsv .jsonl .parquet; BATCH_ROWS: rows per batch (10000);
+    # IN: .csv .tsv .jsonl .json .parquet; OUT: .csv .tsv .jsonl .parquet, never IN itself (exit code 2);
+    # BATCH_ROWS: rows per batch (10000);
     # WORKERS: processes cleaning batches side by side (one per core).
     # The reading and writing below is smolclean's own (smolclean_dagster/core/drop_io.py), copied here so this
     # file needs only pandas and pyarrow, and gives the same output as `smolclean apply`.
