@@ -18,7 +18,7 @@ from .core.analysts.rules import RulesAnalyst
 from .core.apply import apply_module, read_module_version
 from .core.consolidate import consolidate
 from .core.drops import drop_key, read_drop
-from .core.errors import DropReadError, SmolcleanError
+from .core.errors import SmolcleanError
 from .core.export import module_filename, write_module
 from .core.functions import CleaningFunction
 from .core.loop import ChunkWork, LoopSettings, clean_with, run_chunk
@@ -257,7 +257,7 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
                 workers=s.apply_workers,
                 on_batch=lambda n, rows: context.log.info(f"{src.name}: batch {n} done, {rows} rows"),
             )
-        except DropReadError as exc:
+        except SmolcleanError as exc:  # the drop cannot be read, or cannot be cleaned where the settings say
             raise dg.Failure(description=str(exc), metadata={"file": dg.MetadataValue.path(str(src)),
                                                             "reason": dg.MetadataValue.text(str(exc))}) from exc
         report, version = result.residual, read_module_version(source)

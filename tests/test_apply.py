@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import signal
 import subprocess
 import sys
 import time
@@ -321,3 +322,172 @@ def test_the_exported_modules_reader_cleans_batches_on_every_worker_process_in_o
             assert os.getpid() in pids and len(pids) == 2
         else:
             assert pids == {os.getpid()}
+
+
+def test_cleaning_never_writes_over_its_input(people_csv, sandbox, tmp_path):
+    """`smolclean apply` and the exported module refuse an output that is the input, whether named by the same
+    path, through a link, or as a hard link to it: one message, exit 2, the input untouched."""
+    before = people_csv.read_bytes()
+    module = tmp_path / "clean_people.py"
+    module.write_text(_exported_module(), encoding="utf-8")
+    (tmp_path / "link.csv").symlink_to(people_csv)
+    os.link(people_csv, tmp_path / "hard.csv")
+
+    proc = subprocess.run([sys.executable, "-m", "smolclean_dagster.cli", "apply", str(module), str(people_csv),
+                           "-o", str(people_csv)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "is the input file" in proc.stderr and "never writes over" in proc.stderr, proc.stderr
+    for output in (people_csv, tmp_path / "link.csv", tmp_path / "hard.csv", tmp_path / "sub" / ".." / "people.csv"):
+        with pytest.raises(SmolcleanError, match="is the input file"):
+            apply_module(MODULE, people_csv, output, sandbox=sandbox, workers=1)
+        proc = subprocess.run([sys.executable, str(module), str(people_csv), str(output)], capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 2 and "is the input file" in proc.stderr, proc.stderr
+    assert people_csv.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clean_people.py", "hard.csv", "link.csv", "people.csv"]
+
+
+def test_a_killed_runs_temporary_file_is_removed_by_the_next_run_and_a_live_ones_kept(people_csv, tmp_path):
+    from smolclean_dagster.core.drop_io import temporary_path
+
+    out = tmp_path / "out.csv"
+    slow = tmp_path / "clean_slow.py"
+    slow.write_text(_exported_module().replace("    df = df.copy()\n", "    df = df.copy()\n    __import__('time').sleep(0.3)\n", 1),
+                    encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, str(slow), str(people_csv), str(out), "10", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not [p for p in tmp_path.iterdir() if p.name.startswith(".out.csv")] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # a few batches written
+    finally:
+        proc.kill()
+        proc.wait(10)
+    left = [p for p in tmp_path.iterdir() if p.name.startswith(".out.csv")]
+    assert len(left) == 1 and not out.exists()
+    live = Path(temporary_path(out))  # a run in progress in this (live) process writes here
+    live.write_text("in progress", encoding="utf-8")
+
+    assert _run_exported_module(people_csv, out).returncode == 0
+    assert not left[0].exists()
+    assert live.read_text(encoding="utf-8") == "in progress"
+    assert pd.read_csv(out, dtype=str, keep_default_na=False)["city"].tolist()[:3] == ["Oslo", "Bergen", "Oslo"]
+
+
+def _ignore_stop_signals() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job of a shell
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # and what some supervisors leave behind
+
+
+def test_the_exported_module_stops_its_workers_when_stop_signals_are_ignored(people_jsonl, tmp_path):
+    """Its forked workers inherit ignored SIGINT and SIGTERM: they are told to finish instead, so the module
+    cleans every batch, exits and leaves no process behind."""
+    from local_servers import session_processes
+
+    module = tmp_path / "clean_people.py"
+    module.write_text(_exported_module().replace("    df = df.copy()\n", "    df = df.copy()\n    __import__('time').sleep(0.02)\n", 1),
+                      encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.Popen([sys.executable, str(module), str(people_jsonl), str(out), "5", "3"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_ignore_stop_signals)
+    try:
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        left = session_processes(proc.pid)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        proc.kill()
+        proc.wait(10)
+    assert proc.returncode == 0, stderr
+    assert f"cleaned {ROWS} rows" in stdout
+    assert left == []
+    assert [json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines()] == [f"P{i:04d}" for i in range(ROWS)]
+
+
+CARRIES_STATE = '''import pandas as pd
+
+SEEN = []
+
+
+def number_batches(df: pd.DataFrame) -> pd.DataFrame:
+    """Number each batch by the batches cleaned before it: state kept in a module constant."""
+    SEEN.append(len(df))
+    df = df.copy()
+    df["batch"] = len(SEEN)
+    return df
+'''
+
+USES_CONSTANTS = '''import pandas as pd
+
+CITIES = {"oslo": "Oslo", "bergen": "Bergen"}
+KNOWN = ["Oslo", "Bergen"]
+TOKENS = {"N/A"}
+
+
+def name_cities(df: pd.DataFrame) -> pd.DataFrame:
+    """Spell the cities from a table, and mark known ones and null tokens in notes."""
+    df = df.copy()
+    key = df["city"].str.strip().str.lower()
+    df["city"] = key.map(CITIES).fillna(df["city"])
+    df["known"] = df["city"].isin(KNOWN) & key.map(lambda k: CITIES.get(k) is not None)
+    df["note"] = df["note"].where(~df["note"].isin(TOKENS), "")
+    return df
+'''
+
+
+def _registry_module(*codes: str) -> str:
+    registry = Registry(dataset="people")
+    for code in codes:
+        registry = registry.with_entry(RegistryEntry(function=CleaningFunction.from_code(code, columns=["city"]),
+                                                     provenance=Provenance(drop="people.csv", chunk="c1", step=1,
+                                                                           analyst="llm")))
+    return render_module(registry)
+
+
+def test_a_function_that_changes_a_constant_cannot_carry_state_across_batches(people_csv, sandbox, tmp_path):
+    """Constants are read-only once the code is loaded: in the sandbox (whatever the module's source says) and
+    in the exported module on its own (`NAME = read_only(...)`), a function appending to one fails on its
+    first batch instead of numbering the batches each worker has cleaned; reading them works as before."""
+    out = tmp_path / "out.csv"
+    plain = CARRIES_STATE + "\n\ndef clean(df):\n    return number_batches(df)\n"
+    with pytest.raises(SmolcleanError, match="'tuple' object has no attribute 'append'"):
+        apply_module(plain, people_csv, out, sandbox=sandbox, batch_size=25, workers=1)
+    assert _nothing_written(out)
+
+    exported = _registry_module(CARRIES_STATE)
+    assert "SEEN = read_only([])" in exported
+    module = tmp_path / "clean_people.py"
+    module.write_text(exported, encoding="utf-8")
+    for workers in ("1", "2"):
+        proc = subprocess.run([sys.executable, str(module), str(people_csv), str(out), "25", workers],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode != 0 and "'tuple' object has no attribute 'append'" in proc.stderr, proc.stderr
+        assert _nothing_written(out)
+
+    module.write_text(_registry_module(USES_CONSTANTS), encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(module), str(people_csv), str(out), "25", "2"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    standalone = pd.read_csv(out, dtype=str, keep_default_na=False)
+    apply_module(module.read_text(encoding="utf-8"), people_csv, tmp_path / "applied.csv", sandbox=sandbox,
+                 batch_size=25, workers=2)
+    assert (tmp_path / "applied.csv").read_bytes() == out.read_bytes()
+    assert standalone["city"].tolist()[:3] == ["Oslo", "Bergen", "Oslo"] and set(standalone["known"]) == {"true"}
+    assert "N/A" not in set(standalone["note"]) and standalone["note"].tolist()[:3] == ["plain", "a, b", "two\nlines"]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_the_output_is_on_disk_before_it_takes_its_name(people_jsonl, tmp_path, monkeypatch, suffix):
+    """A power cut after the rename must not leave an empty or partial file under the output's name: the
+    temporary file is synced (fsync) before it is renamed. What the system was asked is recorded, since a
+    power cut cannot be staged here."""
+    from smolclean_dagster.core.drop_io import clean_file
+
+    calls, fsync, replace = [], os.fsync, os.replace
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(("fsync", os.readlink(f"/proc/self/fd/{fd}"))), fsync(fd)))
+    monkeypatch.setattr(os, "replace", lambda a, b: (calls.append(("replace", os.fspath(a))), replace(a, b)))
+    out = tmp_path / f"out{suffix}"
+    clean_file(lambda df: df, people_jsonl, out, batch_rows=40, workers=1)
+    renamed = [i for i, (what, _) in enumerate(calls) if what == "replace"]
+    assert len(renamed) == 1 and ("fsync", calls[renamed[0]][1]) in calls[:renamed[0]], calls

@@ -46,7 +46,8 @@ def test_learned_module_runs_alone_and_keeps_every_row(learned, tmp_path):
     data, workdir = learned
     module = workdir / "modules" / "shipments" / "clean_shipments.py"
     out = tmp_path / "out.csv"
-    proc = subprocess.run([sys.executable, "-I", str(module), str(data), str(out)], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-I", str(module), str(data), str(out)], capture_output=True, text=True,
+                          timeout=120)
     assert proc.returncode == 0, proc.stderr
     before = pd.read_csv(data, dtype=str, keep_default_na=False)
     after = pd.read_csv(out, dtype=str, keep_default_na=False)

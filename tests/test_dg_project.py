@@ -38,7 +38,7 @@ def venv(tmp_path: Path) -> Path:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, timeout=120)
     python = env / "bin" / "python"
     purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             check=True, capture_output=True, text=True).stdout.strip()
+                             check=True, capture_output=True, text=True, timeout=60).stdout.strip()
     here = sysconfig.get_paths()["purelib"]
     Path(purelib, "_smolclean_test_env.pth").write_text(f"import site; site.addsitedir({here!r})\n", encoding="utf-8")
     return python

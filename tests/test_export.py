@@ -63,7 +63,8 @@ def test_module_cleans_a_file_in_a_fresh_interpreter_and_keeps_every_row(tmp_pat
     src = tmp_path / "in.csv"
     src.write_text("city,age\n  New   York ,N/A\nBoston,41\n,none\n", encoding="utf-8")
     out = tmp_path / "out.csv"
-    proc = subprocess.run([sys.executable, "-I", str(path), str(src), str(out)], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-I", str(path), str(src), str(out)], capture_output=True, text=True,
+                          timeout=120)
     assert proc.returncode == 0, proc.stderr
     cleaned = pd.read_csv(out, dtype=str, keep_default_na=False)
     assert cleaned["city"].tolist() == ["New York", "Boston", ""]

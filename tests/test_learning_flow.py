@@ -46,7 +46,8 @@ def test_learning_the_sample_exports_a_module_that_cleans_it(tmp_path):
 
     # the module is real: it runs in a fresh interpreter, keeps every row and fixes the dirt
     out = tmp_path / "out.csv"
-    proc = subprocess.run([sys.executable, "-I", str(outcome.module), str(path), str(out)], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-I", str(outcome.module), str(path), str(out)], capture_output=True, text=True,
+                          timeout=120)
     assert proc.returncode == 0, proc.stderr
     cleaned = pd.read_csv(out, dtype=str, keep_default_na=False)
     assert len(cleaned) == len(raw)
@@ -61,7 +62,7 @@ def test_learning_the_sample_exports_a_module_that_cleans_it(tmp_path):
     # the tests shipped with the module pass against it in a fresh interpreter, and fail against a broken one
     shipped = outcome.module.parent / "test_clean_customers.py"
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(shipped)],
-                          capture_output=True, text=True, cwd=outcome.module.parent)
+                          capture_output=True, text=True, cwd=outcome.module.parent, timeout=300)
     assert proc.returncode == 0 and " passed" in proc.stdout, proc.stdout + proc.stderr
     broken = tmp_path / "broken"
     broken.mkdir()
@@ -69,7 +70,7 @@ def test_learning_the_sample_exports_a_module_that_cleans_it(tmp_path):
     (broken / outcome.module.name).write_text(outcome.module.read_text().replace("FUNCTIONS = [", "FUNCTIONS = [] or ["
                                                                                   ).replace("    for function in FUNCTIONS:", "    for function in FUNCTIONS[:1]:"))
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(broken / shipped.name)],
-                          capture_output=True, text=True, cwd=broken)
+                          capture_output=True, text=True, cwd=broken, timeout=300)
     assert proc.returncode == 1 and " failed" in proc.stdout
 
 
@@ -84,7 +85,7 @@ def test_loading_the_definitions_does_not_import_litellm(tmp_path):
         "print('ok')\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={"SMOLCLEAN_WORKDIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
+                          env={"SMOLCLEAN_WORKDIR": str(tmp_path), "PATH": "/usr/bin:/bin"}, timeout=120)
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
 
 

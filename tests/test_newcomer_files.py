@@ -126,7 +126,8 @@ def test_the_module_fixes_spellings_only_the_next_file_has(learned, tmp_path):
     nxt = second_file()
     src, out = tmp_path / "next.csv", tmp_path / "next_clean.csv"
     nxt.to_csv(src, index=False)
-    proc = subprocess.run([sys.executable, "-I", str(outcome.module), str(src), str(out)], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-I", str(outcome.module), str(src), str(out)], capture_output=True, text=True,
+                          timeout=120)
     assert proc.returncode == 0, proc.stderr
     cleaned = pd.read_csv(out, dtype=str, keep_default_na=False)
     assert cleaned.loc[[1, 11], "state"].tolist() == ["FL", "MI"]

@@ -28,7 +28,7 @@ def wheel(tmp_path_factory) -> Path:
     out = base / "dist"
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(src), "-w", str(out)],
-        check=True, capture_output=True, text=True,
+        check=True, capture_output=True, text=True, timeout=300,
     )
     (found,) = out.glob("smolclean_dagster-*.whl")
     return found
@@ -53,7 +53,7 @@ def test_an_installed_wheel_finds_and_renders_its_templates(wheel, tmp_path):
     target = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(target), str(wheel)],
-        check=True, capture_output=True, text=True,
+        check=True, capture_output=True, text=True, timeout=300,
     )
     script = (
         "import smolclean_dagster, pandas as pd\n"

@@ -106,7 +106,7 @@ def bystander() -> Iterator[subprocess.Popen]:
     proc = subprocess.Popen(["sleep", "60"], env={"PATH": os.environ["PATH"], "FAKE_API_KEY": SECRET})
     yield proc
     proc.kill()
-    proc.wait()
+    proc.wait(10)
 
 
 # --------------------------------------------------------------------------- files (Landlock)

@@ -189,6 +189,22 @@ def test_csv_output_on_request(settings, instance):
     assert pd.read_csv(folder.settings.cleaned_dir / "june.csv")["city"].eq("Oslo").all()
 
 
+def test_the_cleaning_run_never_writes_over_the_drop(settings, instance):
+    """A drop folder that is also the cleaned folder, with CSV output: the cleaned drop would be the drop
+    itself. The run fails saying so, and the drop is left as it was."""
+    cleaned_dir = settings.workdir / "cleaned" / NAME
+    folder = Folder(settings.model_copy(update={"cleaned_format": "csv", "drop_folder": cleaned_dir}), instance)
+    drop = folder.put("june.csv")
+    before = drop.read_bytes()
+    folder.tick()
+    [request] = folder.tick().run_requests
+    result = folder.run(request)
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    assert "is the input file" in failure.step_failure_data.error.message
+    assert drop.read_bytes() == before and sorted(p.name for p in cleaned_dir.iterdir()) == ["june.csv"]
+
+
 def test_without_a_module_files_wait_or_teach_the_agent(settings, instance):
     waiting = Folder(settings.model_copy(update={"learn_on_residual": "on_request"}), instance, module=False)
     waiting.put("a.csv")

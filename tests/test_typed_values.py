@@ -89,6 +89,38 @@ def test_jsonl_values_keep_their_types_through_learning_and_both_ways_of_cleanin
             assert _as_json(after[field]) == _as_json(before[field]), (field, before[field], after[field])
         assert after["name"] == " ".join(before["name"].split())
 
+    cleaned = pq.read_table(outcome.cleaned)  # the cleaned_data asset's Parquet: Arrow types, JSON nulls null
+    assert cleaned.schema.field("id").type == pa.int64() and cleaned.schema.field("ok").type == pa.bool_()
+    assert cleaned.column("note").to_pylist() == [r["note"] for r in records]
+
+
+def test_jsonl_cleaned_to_parquet_keeps_numbers_and_nulls_whatever_each_batch_holds(tmp_path, sandbox):
+    """A column null in the first batch and numbers later, integers meeting decimals in a later batch, numbers
+    mixed with text: numbers stay numbers and nulls null on both paths; a column that mixes numbers and text
+    is text, its numbers written as JSON writes them."""
+    def record(i: int) -> dict:
+        return {"id": i, "late": None if i < 10 else i * 1.5, "count": i if i < 20 else i + 0.5,
+                "mixed": [12, "12 pcs", None][i % 3], "ok": None if i % 4 == 0 else i % 2 == 0, "name": f" n{i} "}
+
+    drop = tmp_path / "typed.jsonl"
+    drop.write_text("".join(json.dumps(record(i)) + "\n" for i in range(30)), encoding="utf-8")
+    source = _module(STRIP_NAME)
+    applied, standalone = tmp_path / "applied.parquet", tmp_path / "standalone.parquet"
+    apply_module(source, drop, applied, sandbox=sandbox, batch_size=10, workers=2)
+    _run_module(source, drop, standalone, batch_rows=10)
+    for path in (applied, standalone):
+        table = pq.read_table(path)
+        types = {field.name: field.type for field in table.schema}
+        assert types == {"id": pa.int64(), "late": pa.float64(), "count": pa.float64(), "mixed": pa.string(),
+                         "ok": pa.bool_(), "name": pa.string()}, path
+        rows = table.to_pylist()
+        assert [r["late"] for r in rows] == [None] * 10 + [i * 1.5 for i in range(10, 30)]
+        assert [r["count"] for r in rows] == [i if i < 20 else i + 0.5 for i in range(30)]
+        assert [r["mixed"] for r in rows] == [["12", "12 pcs", None][i % 3] for i in range(30)]
+        assert [r["ok"] for r in rows] == [record(i)["ok"] for i in range(30)]
+        assert [r["name"] for r in rows] == [f"n{i}" for i in range(30)]
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left
+
 
 SPLIT_TAGS = '''import pandas as pd
 

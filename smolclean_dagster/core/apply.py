@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 
 from .delimited import describe_problem
-from .drop_io import BATCH_ROWS, BatchWriter, output_kind
+from .drop_io import BATCH_ROWS, BatchWriter, OutputIsInput, check_output, output_kind, remove_stale_temporaries
 from .drops import drop_format, iter_encoded_batches
 from .errors import DropReadError, SmolcleanError
 from .sandbox.errors import InputError
@@ -117,8 +117,9 @@ def apply_module(
     """Clean `input_path` with the module's `clean(df)` in sandbox batches and write `output_path`.
 
     `workers` sandbox processes (default: one per core) clean batches side by side; the output keeps the
-    input's row order.
-    The output appears only when every batch is cleaned (written to a temporary file, then renamed).
+    input's row order. The output may not be the input (SmolcleanError before anything is read or
+    written). It appears only when every batch is cleaned: written to a temporary file beside it, synced
+    and renamed; the temporary files that killed runs left in its folder are removed first.
     `on_batch(batches_done, rows_done)` is called after each batch is written.
 
     Example:
@@ -130,10 +131,14 @@ def apply_module(
     if workers < 1:
         raise SmolcleanError(f"workers={workers}: at least one sandbox worker is needed")
     input_path, output_path = Path(input_path), Path(output_path)
+    try:
+        check_output(input_path, output_path)
+    except OutputIsInput as exc:
+        raise SmolcleanError(str(exc)) from None
     output_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output_path.with_name(f".{output_path.name}.{os.getpid()}.tmp")
+    remove_stale_temporaries(output_path.parent)
     kind, fmt = output_kind(output_path), drop_format(input_path)
-    writer = BatchWriter(tmp, kind)
+    writer = BatchWriter(output_path, kind)
     try:
         stride = _sample_stride(estimate_rows(input_path), residual_rows)
     except Exception:  # noqa: BLE001  (a bad drop is reported by the reader below, naming what is wrong)
@@ -189,7 +194,6 @@ def apply_module(
             while in_flight:
                 write(*in_flight.popleft())
         writer.close()
-        os.replace(tmp, output_path)
     except BaseException:
         writer.abort()
         raise

@@ -29,12 +29,15 @@ parsed and written by it (several times faster); without it, by the standard lib
 values; written numbers may differ in spelling only (`1e16` and `1e+16`).
 """
 
+import contextlib
 import csv
 import io
 import json
 import math
 import os
 import re
+import socket
+import time
 
 try:
     import orjson
@@ -253,9 +256,10 @@ def delimited_blocks(path, sep, batch_rows=BATCH_ROWS):
     Records end where the reader ends them: at a line break outside quotes. A value is quoted when its
     field starts with a quote; `""` inside is a quote, and a quote anywhere else is a plain character
     (`5'10"`). Blank lines are left out (the reader skips them) and so is a leading byte-order mark.
-    Only lines holding a quote are looked at closely, so splitting costs little beside parsing.
+    Only lines holding a quote are looked at closely, and each line once (a quoted value over many lines
+    costs in proportion to its size), so splitting costs little beside parsing.
     """
-    record = _record_pattern(sep)
+    record, rest = _record_pattern(sep), _record_pattern(sep, inside_quotes=True)
     header, parts, starts, pending = None, [], [], []
     with open(path, "rb") as fh:
         for number, line in enumerate(fh, 1):
@@ -265,9 +269,9 @@ def delimited_blocks(path, sep, batch_rows=BATCH_ROWS):
                 line += b"\n"
             if pending:  # inside a quoted value that holds line breaks: it can only end on a line with a quote
                 pending.append(line)
-                if b'"' not in line or not record.fullmatch(line := b"".join(pending)):
+                if b'"' not in line or not rest.fullmatch(line):
                     continue
-                start, pending = number - len(pending) + 1, []
+                line, start, pending = b"".join(pending), number - len(pending) + 1, []
             elif b'"' in line and not record.fullmatch(line):
                 pending = [line]
                 continue
@@ -297,11 +301,17 @@ def _compact(numbers):
     return range(numbers[0], numbers[-1] + 1) if numbers[-1] - numbers[0] == len(numbers) - 1 else numbers
 
 
-def _record_pattern(sep):
-    """A regular expression matching one whole CSV/TSV record (its line break included)."""
+def _record_pattern(sep, inside_quotes=False):
+    """A regular expression matching one whole CSV/TSV record (its line break included); `inside_quotes`: the
+    rest of a record from inside a quoted value (a line that closes the value and ends the record).
+
+    The quantifiers are possessive, so the match never backtracks: it fails exactly where a quoted value
+    runs past the line break."""
     s = re.escape(sep.encode())
-    field = rb'"(?:[^"]++|"")*+"(?:[^"' + s + rb'\n][^' + s + rb'\n]*+)?|(?!")[^' + s + rb'\n]*+'
-    return re.compile(rb"(?:" + field + rb")(?:" + s + rb"(?:" + field + rb"))*+\n")
+    tail = rb'(?:[^"' + s + rb'\n][^' + s + rb'\n]*+)?'  # text after a closing quote is kept as written
+    field = rb'"(?:[^"]++|"")*+"' + tail + rb'|(?!")[^' + s + rb'\n]*+'
+    first = rb'(?:[^"]++|"")*+"' + tail if inside_quotes else rb"(?:" + field + rb")"
+    return re.compile(first + rb"(?:" + s + rb"(?:" + field + rb"))*+\n")
 
 
 def decode_delimited(data, sep):
@@ -430,15 +440,87 @@ def output_kind(path):
     return {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}.get(suffix, "parquet")
 
 
+class OutputIsInput(ValueError):
+    """The output path names the input file: cleaning never writes over its input."""
+
+
+def check_output(source, destination):
+    """Raise OutputIsInput when writing `destination` would write over `source`: the same path once links
+    are resolved, or the same file by device and inode (a hard link, a second mount)."""
+    source, destination = os.fspath(source), os.fspath(destination)
+    same = os.path.realpath(source) == os.path.realpath(destination)
+    if not same:
+        try:
+            same = os.path.samefile(source, destination)
+        except OSError:  # no output yet (or no input: the reader says so)
+            same = False
+    if same:
+        raise OutputIsInput(f"the output {destination} is the input file {source}; cleaning never writes over "
+                            "its input: give another output path")
+
+
+#: A temporary output: `.NAME.smolclean-HOST-PID.tmp` beside the output NAME, so a later run into the folder
+#: knows it for ours and can tell whether the run that writes it is still alive.
+_TEMPORARY = re.compile(r"\.(.+)\.smolclean-(.+)-(\d+)\.tmp")
+
+
+def _host():
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname()) or "host"
+
+
+def temporary_path(destination):
+    """Where an output is written until it is complete: beside it, named for this host and process."""
+    folder, name = os.path.split(os.fspath(destination))
+    return os.path.join(folder, f".{name}.smolclean-{_host()}-{os.getpid()}.tmp")
+
+
+def remove_stale_temporaries(folder):
+    """Delete the temporary outputs that killed runs left in `folder`: ours by their name, written on this host
+    by a process that is gone (a live run's file, or another host's, is left alone). Returns the paths removed."""
+    removed = []
+    if os.name != "posix":  # whether a process lives is asked with a signal 0, which Windows lacks
+        return removed
+    host, folder = _host(), folder or "."
+    with contextlib.suppress(OSError):
+        for name in os.listdir(folder):
+            match = _TEMPORARY.fullmatch(name)
+            if match and match[2] == host and not _alive(int(match[3])):
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(folder, name))
+                    removed.append(os.path.join(folder, name))
+    return removed
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def _sync(path):
+    """Have the system write a file (or a folder's entries) to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class BatchWriter:
     """Appends cleaned batches to one file in order: CSV/TSV text, JSONL values or Parquet types.
 
-    The columns are those of the first batch. A later batch may lack some (they are written empty);
-    a later batch with new columns, or a Parquet column whose type changes, raises ValueError.
+    The file is written under a temporary name beside `path` (see `temporary_path`) and appears at `path`,
+    synced to disk, on `close`; `abort` deletes it. The columns are those of the first batch. A later batch
+    may lack some (they are written empty); a later batch with new columns raises ValueError.
     """
 
     def __init__(self, path, kind=None):
-        self.path = os.fspath(path)
+        self.destination = os.fspath(path)
+        self.path = temporary_path(self.destination)
         self.kind = kind or output_kind(path)
         self.columns = None
         self._fh = None
@@ -489,27 +571,50 @@ class BatchWriter:
         return out.getvalue().encode("utf-8")
 
     def _write_table(self, table):
+        """Append a batch to the Parquet file. Types are those the batches so far agree on: a column that was
+        null takes the type of its first values, integers meeting decimals become decimals (float64), and
+        types that cannot meet (numbers and text) become text, nulls staying null. When a batch widens a
+        type, the rows written so far are copied once under the wider one (row group by row group)."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        if self._parquet is not None and table.column_names != self._parquet.schema.names:
-            self._check_new(table.column_names)
-            table = pa.table({name: table.column(name) if name in table.column_names
-                              else pa.nulls(table.num_rows, self._parquet.schema.field(name).type)
-                              for name in self._parquet.schema.names})
         if self._parquet is None:
-            schema = pa.schema([f.with_type(pa.string()) if pa.types.is_null(f.type) else f for f in table.schema])
-            self._parquet = pq.ParquetWriter(self.path, schema.remove_metadata())
+            self._parquet = pq.ParquetWriter(self.path, table.schema.remove_metadata())
             self.columns = self._parquet.schema.names
+        elif table.column_names != self.columns:
+            self._check_new(table.column_names)
+        schema = _widened(self._parquet.schema, table.schema)
         try:
-            table = table.cast(self._parquet.schema)
+            if not schema.equals(self._parquet.schema):
+                self._rewrite(schema)
+            self._parquet.write_table(_conformed(table, schema))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
             raise ValueError(f"a batch's columns changed type ({exc}); make the functions return the same types "
                              "for every batch, or write CSV") from exc
-        self._parquet.write_table(table)
+
+    def _rewrite(self, schema):
+        """Copy the rows written so far into a new temporary file under `schema`, and go on writing there."""
+        import pyarrow.parquet as pq
+
+        self._parquet.close()
+        first = temporary_path(self.destination)  # the copy goes to the other of two names
+        written, self.path = self.path, temporary_path(self.destination + ".widened") if self.path == first else first
+        self._parquet = pq.ParquetWriter(self.path, schema)
+        with pq.ParquetFile(written) as old:
+            for group in range(old.num_row_groups):
+                self._parquet.write_table(_conformed(old.read_row_group(group), schema))
+        os.remove(written)
 
     def close(self):
-        """Finish the file; a drop with no rows still gets an (empty) output file."""
+        """Finish the file, sync it to disk and rename it into place; a drop with no rows still gets an
+        (empty) output file."""
+        self._finish()
+        _sync(self.path)
+        os.replace(self.path, self.destination)
+        with contextlib.suppress(OSError):  # the rename itself, where the system syncs folders
+            _sync(os.path.dirname(self.destination) or ".")
+
+    def _finish(self):
         import pandas as pd
 
         if self._parquet is None and self._fh is None:
@@ -522,17 +627,19 @@ class BatchWriter:
             self._fh = None
 
     def abort(self):
-        """Close and delete the unfinished file."""
+        """Close and delete the unfinished file (under either of its temporary names, see `_rewrite`)."""
         try:
-            self.close()
+            self._finish()
         except Exception:  # noqa: BLE001  (the file is deleted anyway)
             pass
-        if os.path.exists(self.path):
-            os.remove(self.path)
+        for path in (temporary_path(self.destination), temporary_path(self.destination + ".widened")):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
 
 
 def _arrow_table(df):
-    """A frame as an Arrow table; a column Arrow cannot type (mixed values) is written as CSV text."""
+    """A frame as an Arrow table; a column Arrow cannot type (numbers and text mixed) is written as text
+    (`cell_text`), its nulls null."""
     import pyarrow as pa
 
     arrays, names = [], []
@@ -541,10 +648,48 @@ def _arrow_table(df):
         try:
             array = pa.Array.from_pandas(series)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError):
-            array = pa.array(text_frame(series.to_frame()).iloc[:, 0].tolist(), type=pa.string())
+            array = _text_array(_cells(series))
         arrays.append(array)
         names.append(str(name))
     return pa.Table.from_arrays(arrays, names=names)
+
+
+def _text_array(values):
+    """Python values as an Arrow text array: each as `cell_text` writes it, nulls null."""
+    import pyarrow as pa
+
+    return pa.array([None if _is_null(v) else v if isinstance(v, str) else cell_text(v) for v in values],
+                    type=pa.string())
+
+
+def _widened(schema, new):
+    """`schema` with each type widened to hold the values of the same column in `new` as well."""
+    import pyarrow as pa
+
+    fields = []
+    for field in schema:
+        other = new.field(field.name).type if field.name in new.names else pa.null()
+        try:
+            kind = pa.unify_schemas([pa.schema([field]), pa.schema([field.with_type(other)])],
+                                    promote_options="permissive").field(0).type
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            kind = pa.string()
+        fields.append(field.with_type(kind))
+    return pa.schema(fields)
+
+
+def _conformed(table, schema):
+    """`table` under `schema`: missing columns null, each column cast to its type (to text with `_text_array`)."""
+    import pyarrow as pa
+
+    arrays = []
+    for field in schema:
+        column = table.column(field.name) if field.name in table.column_names else pa.nulls(table.num_rows, field.type)
+        if column.type != field.type:
+            is_text = pa.types.is_string(field.type) and not pa.types.is_null(column.type)
+            column = _text_array(column.to_pylist()) if is_text else column.cast(field.type)
+        arrays.append(column)
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
@@ -554,20 +699,22 @@ def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
     forked from it, so each has `clean` as this process has it. A forked process parses its batch, cleans
     it and writes it as the output file's bytes; this process reads the drop, cleans a batch itself
     whenever the forked ones are all busy, and appends the bytes in the input's order. Where processes
-    cannot be forked (Windows), or with one worker, every batch is cleaned here. The output is written
-    under a temporary name and renamed when every batch is done.
+    cannot be forked (Windows), or with one worker, every batch is cleaned here.
+
+    The output may not be the input (OutputIsInput, before anything is read or written). It is written
+    under a temporary name beside it and renamed, synced to disk, when every batch is done; the temporary
+    files that killed runs left in its folder are removed first.
     """
     import multiprocessing
     from collections import deque
 
-    destination = os.fspath(destination)
-    temporary = os.path.join(os.path.dirname(destination) or ".", f".{os.path.basename(destination)}.{os.getpid()}.tmp")
-    writer = BatchWriter(temporary, output_kind(destination))
+    check_output(source, destination)
+    remove_stale_temporaries(os.path.dirname(os.fspath(destination)))
+    writer = BatchWriter(destination)
     workers = max(1, workers or _cores()) if "fork" in multiprocessing.get_all_start_methods() else 1
     _WORK[:] = [clean, writer.kind]  # what the forked workers clean with
     return_freed_buffers()  # before forking: the workers inherit it
-    helpers = workers - 1
-    pool = multiprocessing.get_context("fork").Pool(helpers) if helpers else None  # forked before any reading
+    pool = _Workers(workers - 1) if workers > 1 else None  # forked before any reading
     rows_in = rows_out = 0
 
     def write(result, numbers):
@@ -585,6 +732,7 @@ def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
         writer.write_encoded(data, header_bytes, columns)
         rows_in, rows_out = rows_in + batch_in, rows_out + batch_out
 
+    finished = False
     try:
         pending = deque()  # (result, line numbers) in input order
         for kind, data, numbers in encoded_batches(source, batch_rows):
@@ -592,8 +740,8 @@ def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
                 write(*pending.popleft())
             # The forked processes keep one batch queued behind each running one, so they never wait while
             # this process cleans; when they have that much, this process cleans the batch itself.
-            if pool and sum(not r.ready() for r, _ in pending) < 2 * helpers:
-                pending.append((pool.apply_async(_clean_encoded, (kind, data)), numbers))
+            if pool and sum(not r.ready() for r, _ in pending) < 2 * pool.size:
+                pending.append((pool.submit(kind, data), numbers))
             else:
                 pending.append((_Done(_clean_encoded, kind, data), numbers))
             del data  # not held while the next batch is read
@@ -602,14 +750,142 @@ def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
         while pending:
             write(*pending.popleft())
         writer.close()
-        os.replace(temporary, destination)
+        finished = True
     except BaseException:
         writer.abort()
         raise
     finally:
         if pool:
-            pool.terminate()
+            pool.stop(grace_s=10.0 if finished else 1.0)  # after a failure, what they clean is thrown away
     return rows_in, rows_out
+
+
+class _Workers:
+    """Processes forked from this one that clean batches (`_clean_encoded`) taken from one queue, each
+    answering on its own pipe; a thread of this process takes the answers as they come, so a worker never
+    waits for this one to read.
+
+    They are stopped without signals the caller may have ignored (a shell's background job ignores
+    SIGINT, and what runs it may ignore SIGTERM too): each is told to finish, and one still running at
+    the deadline is killed with SIGKILL. A worker also dies with this process (Linux), never left behind.
+    """
+
+    def __init__(self, size):
+        import multiprocessing
+        import threading
+
+        context = multiprocessing.get_context("fork")
+        self.size = size
+        self._tasks = context.Queue()  # sent by a thread: handing over a batch never waits for a busy worker
+        self._sent, self._answers, self._died, self._stopping = 0, {}, None, False
+        self._arrived = threading.Condition()
+        self._processes, self._replies = [], []
+        for _ in range(size):
+            reader, writer = context.Pipe(duplex=False)
+            process = context.Process(target=_serve, args=(self._tasks, writer), daemon=True)
+            process.start()
+            writer.close()
+            self._processes.append(process)
+            self._replies.append(reader)
+        self._receiver = threading.Thread(target=self._receive, name="smolclean-answers", daemon=True)
+        self._receiver.start()
+
+    def submit(self, kind, data):
+        """Queue a batch; returns its result (`ready`, `get`)."""
+        self._sent += 1
+        self._tasks.put((self._sent, kind, data))
+        return _Queued(self, self._sent)
+
+    def _receive(self):
+        from multiprocessing.connection import wait
+
+        open_replies = list(self._replies)
+        while open_replies:
+            for reply in wait(open_replies):
+                try:
+                    number, ok, value = reply.recv()
+                except (EOFError, OSError):  # the worker ended: told to, or killed
+                    open_replies.remove(reply)
+                    process = self._processes[self._replies.index(reply)]
+                    process.join(5)
+                    with self._arrived:
+                        if not self._stopping and self._died is None:
+                            self._died = process
+                        self._arrived.notify_all()
+                    continue
+                with self._arrived:
+                    self._answers[number] = (ok, value)
+                    self._arrived.notify_all()
+
+    def answer(self, number, block):
+        """The answer for batch `number` as (ok, value), or None when not there yet and not `block`ing."""
+        with self._arrived:
+            while number not in self._answers:
+                if self._died is not None:
+                    raise RuntimeError(f"a worker process cleaning batches ended (exit code {self._died.exitcode}); "
+                                       "was it killed for lack of memory? Try fewer workers or smaller batches")
+                if not block:
+                    return None
+                self._arrived.wait()
+            return self._answers.pop(number) if block else self._answers[number]
+
+    def stop(self, grace_s):
+        """Tell every worker to finish, and kill (SIGKILL) those still running after `grace_s` seconds."""
+        with self._arrived:
+            self._stopping = True
+        for _ in self._processes:
+            self._tasks.put(None)
+        deadline = time.monotonic() + grace_s
+        for process in self._processes:
+            process.join(max(0.0, deadline - time.monotonic()))
+            if process.exitcode is None:
+                process.kill()
+                process.join()
+        self._receiver.join()  # every worker gone: every pipe at its end
+        for reply in self._replies:
+            reply.close()
+        self._tasks.cancel_join_thread()  # batches no worker took are dropped, not waited for at exit
+        self._tasks.close()
+
+
+class _Queued:
+    """A batch handed to the forked workers; answers like `_Done`."""
+
+    def __init__(self, workers, number):
+        self.workers, self.number = workers, number
+
+    def ready(self):
+        return self.workers.answer(self.number, block=False) is not None
+
+    def get(self):
+        ok, value = self.workers.answer(self.number, block=True)
+        if not ok:
+            raise value
+        return value
+
+
+def _serve(tasks, reply):
+    """A forked worker: clean the batches of the queue until told to finish (None)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the process that forked this one, which stops it
+    with contextlib.suppress(Exception):  # Linux: killed when that process dies, however it dies
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    while True:
+        task = tasks.get()
+        if task is None:
+            return
+        number, kind, data = task
+        try:
+            answer = (number, True, _clean_encoded(kind, data))
+        except Exception as exc:  # noqa: BLE001  (raised again where the batch is written, in order)
+            answer = (number, False, exc)
+        try:
+            reply.send(answer)
+        except Exception:  # noqa: BLE001  (an error that cannot be pickled: sent as its text)
+            reply.send((number, False, RuntimeError(f"{type(answer[2]).__name__}: {answer[2]}")))
 
 
 class _Done:

@@ -11,18 +11,20 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from . import drop_io
+from . import drop_io, frozen
 from .errors import ExportError
 from .files import write_atomic
 from .functions import split_imports
 from .registry import Registry
+from .sandbox.gate import READ_ONLY_CALL, READ_ONLY_IMPORT
 
 _MAIN_HEAD = """
 
 if __name__ == "__main__":
     # Cleans a file batch by batch, in memory bounded by the batch, on every core:
     #     python {filename} IN OUT [BATCH_ROWS [WORKERS]]
-    # IN: .csv .tsv .jsonl .json .parquet; OUT: .csv .tsv .jsonl .parquet; BATCH_ROWS: rows per batch (10000);
+    # IN: .csv .tsv .jsonl .json .parquet; OUT: .csv .tsv .jsonl .parquet, never IN itself (exit code 2);
+    # BATCH_ROWS: rows per batch (10000);
     # WORKERS: processes cleaning batches side by side (one per core).
     # The reading and writing below is smolclean's own (smolclean_dagster/core/drop_io.py), copied here so this
     # file needs only pandas and pyarrow, and gives the same output as `smolclean apply`.
@@ -37,7 +39,8 @@ _MAIN_TAIL = """
         _rows_in, _rows_out = clean_file(clean, _sys.argv[1], _sys.argv[2], int(_sys.argv[3]) if _sys.argv[3:] else BATCH_ROWS,
                                          int(_sys.argv[4]) if _sys.argv[4:] else None)
     except (OSError, ValueError) as _exc:
-        _sys.exit(f"{{_sys.argv[1]}}: {{_exc}}")
+        print(f"{{_sys.argv[1]}}: {{_exc}}", file=_sys.stderr)
+        _sys.exit(2)
     print(f"cleaned {{_rows_in}} rows of {{_sys.argv[1]}} -> {{_sys.argv[2]}} ({{_rows_out}} rows)")
 """
 
@@ -69,7 +72,10 @@ def render_module(registry: Registry, *, with_main: bool = True) -> str:
     for entry in registry.entries:
         fn_imports, body = split_imports(entry.function.code)
         imports.update(fn_imports)
-        bodies.append(body.rstrip("\n"))
+        bodies.append(_read_only_constants(body).rstrip("\n"))
+    if any(f"= {READ_ONLY_CALL}(" in body for body in bodies):
+        imports.add(f"from {READ_ONLY_IMPORT[0]} import {READ_ONLY_IMPORT[1]}")
+        bodies.insert(0, _read_only_source())
     analysts = sorted({_analyst_label(e.provenance.analyst, e.provenance.model) for e in registry.entries})
     drops = sorted({e.provenance.drop for e in registry.entries})
     names = [e.function.name for e in registry.entries]
@@ -103,6 +109,33 @@ def render_module(registry: Registry, *, with_main: bool = True) -> str:
     except SyntaxError as exc:
         raise ExportError(f"the rendered module for {registry.dataset!r} does not parse: {exc}") from exc
     return source
+
+
+def _read_only_constants(body: str) -> str:
+    """A function's source with each module-level constant that holds a dict, list or set written as
+    `NAME = read_only(...)` (core/frozen.py), the literal itself kept as written."""
+    tree = ast.parse(body)
+    lines = body.encode("utf-8").splitlines(keepends=True)
+    values = [node.value for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+              and node.value is not None and _holds_mutable(node.value)]
+    for value in reversed(values):  # from the end, so the earlier positions still hold
+        end, start = value.end_lineno - 1, value.lineno - 1  # ast counts columns in UTF-8 bytes
+        lines[end] = lines[end][:value.end_col_offset] + b")" + lines[end][value.end_col_offset:]
+        lines[start] = lines[start][:value.col_offset] + f"{READ_ONLY_CALL}(".encode() + lines[start][value.col_offset:]
+    return b"".join(lines).decode("utf-8")
+
+
+def _holds_mutable(value: ast.expr) -> bool:
+    if isinstance(value, (ast.Dict, ast.List, ast.Set)):
+        return True
+    return isinstance(value, ast.Tuple) and any(_holds_mutable(item) for item in value.elts)
+
+
+def _read_only_source() -> str:
+    """`read_only`'s definition, as core/frozen.py has it."""
+    source = Path(frozen.__file__).read_text(encoding="utf-8")
+    (node,) = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == READ_ONLY_CALL]
+    return "\n".join(source.splitlines()[node.lineno - 1:node.end_lineno])
 
 
 def _analyst_label(analyst: str, model: str | None) -> str:

@@ -23,6 +23,12 @@ ALLOWED_IMPORTS = frozenset({
 #: admits them so allowed code works in full; the static gate still refuses them in the code itself.
 INDIRECT_IMPORTS = frozenset({"time", "_strptime", "calendar", "locale"})
 
+#: The one import from outside the allow-list, in exported modules: `from types import MappingProxyType`, which
+#: `read_only` (core/frozen.py) makes their constants read-only with.
+READ_ONLY_IMPORT = ("types", "MappingProxyType")
+#: The call an exported module wraps its constants in: `NAME = read_only({...})`.
+READ_ONLY_CALL = "read_only"
+
 _NO_FILES = "functions may not read or write files; work only on the `df` argument"
 _NO_DYNAMIC = "no dynamic code; write the logic out in the function"
 _NO_INTROSPECTION = "no reflection on the interpreter; use plain attribute access like `df.col` or `df[\"col\"]`"
@@ -194,7 +200,8 @@ def _is_simple_assignment(node: ast.Assign | ast.AnnAssign, reasons: list[str], 
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
     if not all(isinstance(t, ast.Name) for t in targets) or node.value is None:
         return False
-    if not (_is_simple(node.value, names=module) or _is_compiled_pattern(node.value)):
+    if not (_is_simple(node.value, names=module) or _is_compiled_pattern(node.value)
+            or (module and _is_read_only_constant(node.value))):
         return False
     for target in targets:
         if target.id.startswith("__") and target.id not in _MODULE_DUNDERS:
@@ -212,6 +219,12 @@ def _is_simple(value: ast.expr, *, names: bool = True) -> bool:
         return all(k is not None and _is_simple(k, names=names) for k in value.keys) and \
             all(_is_simple(v, names=names) for v in value.values)
     return isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub) and isinstance(value.operand, ast.Constant)
+
+
+def _is_read_only_constant(value: ast.expr) -> bool:
+    """`read_only(literal)`: how an exported module writes a constant (see core/frozen.py)."""
+    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == READ_ONLY_CALL
+            and len(value.args) == 1 and not value.keywords and _is_simple(value.args[0], names=False))
 
 
 def _is_compiled_pattern(value: ast.expr) -> bool:
@@ -285,6 +298,8 @@ def _screen_import(node: ast.Import | ast.ImportFrom, bad) -> None:
         modules, imported = [node.module or ""], [alias.name for alias in node.names]
     else:
         modules, imported = [alias.name for alias in node.names], []
+    if isinstance(node, ast.ImportFrom) and (node.module, imported) == (READ_ONLY_IMPORT[0], [READ_ONLY_IMPORT[1]]):
+        return
     for module in modules:
         if module.split(".")[0] not in ALLOWED_IMPORTS:
             bad(node, f"`import {module}` is not allowed; import only from: {allowed}")

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 from . import wire
 from .errors import FunctionFailed, ResourceLimitExceeded, SandboxCrashed, SandboxError, SandboxTimeout
-from .gate import ALLOWED_IMPORTS, FORBIDDEN_BUILTINS, INDIRECT_IMPORTS
+from .gate import ALLOWED_IMPORTS, FORBIDDEN_BUILTINS, INDIRECT_IMPORTS, READ_ONLY_IMPORT
 from .level import SandboxLevel
 
 logger = logging.getLogger("smolclean.sandbox")
@@ -197,7 +197,7 @@ def program_header(op: str, source: str, entry: str, *, cpu_s: float, screened: 
         "code": source,
         "entry": entry,
         "cpu_s": int(math.ceil(cpu_s)) + 1,
-        "allowed_imports": sorted(ALLOWED_IMPORTS | INDIRECT_IMPORTS) if screened else None,
+        "allowed_imports": sorted(ALLOWED_IMPORTS | INDIRECT_IMPORTS | {READ_ONLY_IMPORT[0]}) if screened else None,
         "forbidden_builtins": sorted(FORBIDDEN_BUILTINS) if screened else [],
     }
 

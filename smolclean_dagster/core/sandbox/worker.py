@@ -2,7 +2,8 @@
 
 The orchestrator starts it as `python -I worker.py --memory-mb N --max-output-mb M [--disable a,b]`, by
 file path, in an empty directory with a clean environment. It imports only the standard library, numpy,
-pandas, pyarrow and pyseccomp, plus its siblings `wire.py` and `lockdown.py`, which it loads by path.
+pandas, pyarrow and pyseccomp, plus its siblings `wire.py` and `lockdown.py` and `../drop_io.py` and
+`../frozen.py`, which it loads by path.
 
 Life of the zygote: warm up (import everything generated code may use and exercise pandas' lazy paths),
 enter an empty network namespace, probe which kernel layers work, report them, then serve commands. The
@@ -49,6 +50,7 @@ def _load_sibling(name: str):
 wire = _load_sibling("wire")
 lockdown = _load_sibling("lockdown")
 drop_io = _load_sibling("../drop_io")  # a batch of `smolclean apply` is parsed and written in the child
+frozen = _load_sibling("../frozen")  # the code's constants are read-only once it is loaded
 
 import collections, datetime, decimal, functools, html, itertools, math, re  # noqa: E401,E402,F401
 import statistics, string, typing, unicodedata, zoneinfo  # noqa: E401,E402,F401
@@ -325,6 +327,7 @@ def _load(command: dict) -> tuple[dict, object]:
         exec(compile(source, FILENAME, "exec"), namespace)  # noqa: S102  (this is the sandbox)
     except BaseException as exc:  # noqa: BLE001
         return _describe_failure(exc), None
+    frozen.freeze_namespace(namespace)  # no state carried from one call (one batch) to the next
     function = namespace.get(command["entry"])
     if not callable(function):
         message = f"the code defines no function named `{command['entry']}`"
