@@ -143,7 +143,7 @@ class Registry(BaseModel):
         """A new version recording the model's own plan (kept once written: later plans do not replace it)."""
         if self.plan or not plan:
             return self
-        return self.model_copy(update={"plan": tuple(plan), "version": self.version + 1, "updated_at": _now()})
+        return self.model_copy(update={"plan": tuple(plan), "version": self.version + 1})
 
     def names(self) -> set[str]:
         return {e.function.name for e in self.entries}
