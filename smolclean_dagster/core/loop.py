@@ -280,7 +280,12 @@ def _harm_or_conflict(fn: CleaningFunction, registry: Registry, holdout: pd.Data
                 "wrong (rare beside a common spelling, or off the column's usual form) and leave the rest")
     with_it = registry.with_entry(RegistryEntry(function=fn, provenance=Provenance(drop="", chunk="", step=0,
                                                                                     analyst="candidate")))
-    once = clean_with(with_it, after, runner)
+    from .export import render_module
+
+    try:
+        once = runner.run(render_module(with_it), after, entry="clean", module=True, timeout_s=30.0)
+    except GateRejected as exc:
+        return f"the module with it cannot be exported: {exc}"
     if not frames_equal(after, once):
         again = changed_cells(after, once)
         columns = [c for c in again.columns if again[c].any()]

@@ -81,6 +81,9 @@ STRONG_SUPPORT = 50
 MIN_ENTITY_KEYS, MAX_ROWS_PER_KEY = 2, 20
 #: Keys kept over all the tables of one drop, best-supported first (about 30 characters of code each).
 MAX_TABLE_ENTRIES = 2500
+#: Keys of the witness tables one repairing function embeds, best-supported first: a row's key is doubted only
+#: where a witness knows it, so fewer keys make the check lenient, never wrong.
+MAX_WITNESS_ENTRIES = 400
 
 
 @dataclass(frozen=True)
@@ -132,9 +135,10 @@ class Dependencies:
         keep = set(columns)
         kept = tuple(d for d in self.dependencies if d.dependent in keep)
         determinants = {d.determinant for d in kept}
-        witnesses = tuple(d for d in (*self.dependencies, *self.witnesses)
-                          if d.dependent not in keep and d.determinant in determinants and d.source is None)
-        return Dependencies(kept, tuple(c for c in self.conditions if c.dependent in keep), self.protected, witnesses)
+        witnesses = [d for d in (*self.dependencies, *self.witnesses)
+                     if d.dependent not in keep and d.determinant in determinants and d.source is None]
+        return Dependencies(kept, tuple(c for c in self.conditions if c.dependent in keep), self.protected,
+                            tuple(_bounded(witnesses, MAX_WITNESS_ENTRIES)))
 
 
 def cell_keys(series: pd.Series) -> pd.Series:
