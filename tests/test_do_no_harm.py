@@ -214,3 +214,11 @@ def test_a_model_function_that_rewrites_valid_values_is_sent_back_with_the_numbe
     assert store.load().entries == ()
     # the reason went back to the model in the next step's prompt
     assert "would do harm on the held-out rows" in llm.requests[-1].prompt
+
+
+def test_dates_with_several_utc_offsets_are_read_not_a_crash():
+    values = [f"2024-03-{d:02d}T10:00:00{tz}" for d in range(1, 29) for tz in ("+01:00", "-05:00")]
+    values += ["03/29/2024 10:00", "March 30, 2024"]
+    drop = pd.DataFrame({"id": [str(i) for i in range(len(values))], "timestamp": values}, dtype=object)
+    finding = [f for f in detect_issues(drop) if f.kind == "date_format"]
+    assert finding and finding[0].params["first"] == "2024-03-01" and finding[0].params["round_trip"] == 1.0

@@ -109,7 +109,11 @@ def _dominant_dates(words: list[str], fmt: str) -> tuple[str, str, float]:
     """The earliest and latest date (ISO) written in the column's own format, and the share of those values
     that come back unchanged when parsed and written again in it (1.0 for ISO 8601)."""
     text = pd.Series(words, dtype=object)
-    parsed = pd.to_datetime(text, format="ISO8601" if fmt == ISO_LABEL else fmt, errors="coerce")
+    try:  # ISO values may carry several UTC offsets: compare them in UTC
+        parsed = pd.to_datetime(text, format="ISO8601" if fmt == ISO_LABEL else fmt, errors="coerce",
+                                utc=fmt == ISO_LABEL or "%z" in fmt)
+    except (ValueError, OverflowError):
+        return "", "", 0.0
     if parsed.isna().all():
         return "", "", 0.0
     again = 1.0 if fmt == ISO_LABEL else float((parsed.dt.strftime(fmt) == text).mean())
