@@ -30,15 +30,15 @@ def drop() -> pd.DataFrame:
             r = {"id": f"{c}-{i}", "note": "N/A" if i % 4 == 0 else f"note {i}", "city": "Oslo", "flag": "true",
                  "name": f"Ann {i}", "kind": "retail"}
             if c == 0:
-                r["city"] = ["Oslo", "oslo", "OSLO", "Tromso"][i % 4]
+                r["city"] = ["Oslo", "Oslo", "Oslo", "oslo", "Oslo", "Oslo", "OSLO", "Tromso"][i % 8]
             if c == 1:
                 r["flag"] = ["yes", "Y", "no", "N"][i % 4]
             if c == 2:
                 r["name"] = [f"  Ann {i}", f"Bob  {i} "][i % 2]
             if c == 3:
-                r["kind"] = ["Retail", "retail", "RETAIL", "wholesale"][i % 4]
+                r["kind"] = ["retail", "retail", "retail", "Retail", "retail", "RETAIL", "wholesale", "retail"][i % 8]
             if c == 4:  # the same kind of fix as chunk 0, on other values: a different function, the same name
-                r["city"] = ["Bergen", "bergen", "BERGEN", "Tromso"][i % 4]
+                r["city"] = ["Bergen", "Bergen", "Bergen", "bergen", "Bergen", "BERGEN", "Tromso", "Bergen"][i % 8]
             rows.append(r)
     return pd.DataFrame(rows, dtype=object)
 

@@ -35,8 +35,8 @@ ROWS = pd.DataFrame({"city": ["chicago", "Chicago", "Chicago", "boston", "Boston
 
 
 def test_two_functions_of_one_rule_become_one_and_the_output_is_unchanged(sandbox):
-    first = _rules_function(pd.DataFrame({"city": ["chicago", "Chicago", "Chicago", "Denver", "Denver"]}, dtype=object), ())
-    second = _rules_function(pd.DataFrame({"city": ["boston", "Boston", "Boston", "Denver", "Denver"]}, dtype=object),
+    first = _rules_function(pd.DataFrame({"city": ["chicago"] + ["Chicago"] * 3 + ["Denver"] * 2}, dtype=object), ())
+    second = _rules_function(pd.DataFrame({"city": ["boston"] + ["Boston"] * 3 + ["Denver"] * 2}, dtype=object),
                              (first.name,))
     assert first.name == "unify_case_city" and second.name == "unify_case_city_2"
     registry = _registry(first, second)
@@ -91,8 +91,8 @@ def test_whitespace_fixes_from_two_chunks_on_different_columns_become_one_functi
 def test_case_fixes_on_different_columns_stay_apart(sandbox):
     """Case mappings are learned per column: the rules analyst never merges them across columns."""
     rules = RulesAnalyst()
-    a = _rules_function(pd.DataFrame({"city": ["Rome", "Rome", "ROME"]}, dtype=object), ())
-    b = _rules_function(pd.DataFrame({"country": ["Peru", "Peru", "PERU"]}, dtype=object), (a.name,))
+    a = _rules_function(pd.DataFrame({"city": ["Rome", "Rome", "Rome", "ROME"]}, dtype=object), ())
+    b = _rules_function(pd.DataFrame({"country": ["Peru", "Peru", "Peru", "PERU"]}, dtype=object), (a.name,))
     assert rules.merge_key(a) != rules.merge_key(b) and rules.merge([a, b]) is None
 
 

@@ -396,6 +396,8 @@ def _row_keys(frame: pd.DataFrame) -> pd.Series:
 
 #: Context keys that only illustrate a docstring: merging keeps the first function's.
 _DISPLAY_ONLY = {"examples", "why"}
+#: Context keys holding a set of characters as a string: merging unites them.
+_ALPHABETS = {"letters"}
 
 
 def _merge_context(a: dict, b: dict) -> dict:
@@ -405,6 +407,8 @@ def _merge_context(a: dict, b: dict) -> dict:
     for key, value in b.items():
         if key not in out or key in _DISPLAY_ONLY:
             out.setdefault(key, value)
+        elif key in _ALPHABETS:  # the letters both columns' values use
+            out[key] = "".join(sorted(set(out[key]) | set(value)))
         else:
             out[key] = _merge_value(out[key], value)
     return out
