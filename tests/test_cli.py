@@ -39,7 +39,21 @@ def learned(tmp_path_factory) -> tuple[Path, Path]:
                           capture_output=True, text=True, timeout=300, umask=0o022)
     assert proc.returncode == 0, proc.stderr
     assert "module:" in proc.stdout
+    (root / "learn.out").write_text(proc.stdout, encoding="utf-8")
     return data, workdir
+
+
+def test_a_person_sees_every_change_each_function_makes_on_held_out_rows(learned):
+    data, workdir = learned
+    summary = (data.parent / "learn.out").read_text(encoding="utf-8")
+    per_function = next(line for line in summary.splitlines() if "cells changed per function" in line)
+    assert "strip_whitespace" in per_function
+    report = (workdir / "modules" / "shipments" / "report.md").read_text(encoding="utf-8")
+    section = report.split("## Changes per function on held-out rows")[1].split("\n## ")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    assert rows, section
+    # each row: the function, its changed cells, the columns, and before -> after pairs a reviewer can check
+    assert any("ref: `S" in row and "` -> `S" in row for row in rows), rows
 
 
 def test_learned_module_runs_alone_and_keeps_every_row(learned, tmp_path):
