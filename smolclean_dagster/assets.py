@@ -18,7 +18,7 @@ from .core.apply import apply_module, read_module_version
 from .core.consolidate import consolidate
 from .core.drops import drop_key, read_drop
 from .core.errors import DropReadError, SmolcleanError
-from .core.export import module_filename, write_module
+from .core.export import write_module
 from .core.functions import CleaningFunction
 from .core.loop import ChunkWork, LoopSettings, clean_with, run_chunk
 from .core.instructions import open_items, split_instructions
@@ -31,6 +31,7 @@ from .core.shipped_tests import write_tests
 from .core.steps import ChunkTrace
 from .core.storage import DatasetStore
 from .core.watch import FileState
+from .module_versions import VERSION_TAG, CleanConfig, cleaning_module_for, learning_run_metrics
 from .metadata import consolidation_metadata, coverage_metadata, frame_preview, findings_metadata, plan_metadata, registry_metadata, trace_metadata, validation_metadata
 from .partitions import chunks_partitions, drops_partitions
 from .resources import LLMResource, SandboxResource
@@ -212,14 +213,16 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
 
     @dg.asset(key=key("cleaning_module"), group_name=name,
               ins={"registry": dg.AssetIn(key("registry")), "validation": dg.AssetIn(key("validation"))})
-    def cleaning_module(registry: Registry, validation: ValidationReport) -> dg.MaterializeResult:
+    def cleaning_module(context: dg.AssetExecutionContext, registry: Registry,
+                        validation: ValidationReport) -> dg.MaterializeResult:
         """The exported module with its tests (held-out rows replayed) and its report: readable,
         reviewable, runnable without smolclean."""
         path = write_module(registry, s.module_dir)
         tests = write_tests(name, registry.version, len(registry.entries), validation, s.module_dir)
         report = write_report(registry, validation, s.module_dir, plans=store.models("chunks", ChunkPlan),
                               traces=store.models("chunk_functions", ChunkTrace),
-                              items=split_instructions(s.instructions), reads_instructions=s.reads_instructions)
+                              items=split_instructions(s.instructions), reads_instructions=s.reads_instructions,
+                              metrics=learning_run_metrics(context, s, registry, validation))
         source = path.read_text(encoding="utf-8")
         chart = s.module_dir / "quality.png"
         return dg.MaterializeResult(
@@ -236,12 +239,13 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
 
     @dg.asset(key=key("cleaned_data"), partitions_def=drops, group_name=name, deps=[key("cleaning_module")],
               check_specs=cleaned_check_specs(key("cleaned_data"), drops), kinds={"pandas", s.cleaned_format})
-    def cleaned_data(context: dg.AssetExecutionContext, smolclean_sandbox: SandboxResource) -> dg.MaterializeResult:
-        """The drop cleaned by the current module in parallel sandbox batches, named after the drop, with the
-        issues the detectors still find (checks: every row kept, residual issues under the threshold)."""
-        module = s.module_dir / module_filename(name)
-        if not module.exists():
-            raise SmolcleanError(f"{module}: no cleaning module yet for {name!r}; materialize the learning flow first")
+    def cleaned_data(context: dg.AssetExecutionContext, smolclean_sandbox: SandboxResource,
+                     config: CleanConfig) -> dg.MaterializeResult:
+        """The drop cleaned by the live module version (or the one the run's config names) in parallel sandbox
+        batches, named after the drop, with the version that cleaned it and the issues the detectors still find
+        (checks: every row kept, residual issues under the threshold)."""
+        module, number = cleaning_module_for(s, config.version)
+        context.instance.add_run_tags(context.run.run_id, {VERSION_TAG: str(number) if number else "unversioned"})
         src = find_drop_file(s, context.partition_key)
         source, state = module.read_text(encoding="utf-8"), FileState.of(src)
         sandbox = smolclean_sandbox.get()
@@ -267,6 +271,8 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
                 "seconds": dg.MetadataValue.float(result.seconds),
                 "rows_per_s": dg.MetadataValue.float(result.rows_per_s),
                 "module_version": dg.MetadataValue.int(version if version is not None else -1),
+                "version": dg.MetadataValue.int(number or -1),
+                "module": dg.MetadataValue.path(str(module)),
                 "residual_share": dg.MetadataValue.float(report.share),
                 "residual_passed": dg.MetadataValue.bool(report.passes(s.residual_threshold)),
                 "residual_rows_sampled": dg.MetadataValue.int(report.rows_sampled),

@@ -11,6 +11,7 @@ from .plan import ChunkPlan
 from .quality import ValidationReport
 from .registry import Registry
 from .steps import ChunkTrace
+from .trajectory import LearningMetrics
 
 
 def _md(text: object) -> str:
@@ -32,6 +33,7 @@ def render_report(
     chart: Path | None = None,
     items: tuple[InstructionItem, ...] = (),
     reads_instructions: bool = True,
+    metrics: LearningMetrics | None = None,
 ) -> str:
     """The report as markdown: the instructions and how each was carried out, functions with provenance
     and examples, validation and quality (with the chart), LLM use, and which chunks were analysed and why."""
@@ -81,6 +83,8 @@ def render_report(
         cost = sum(t.usage.cost_usd for t in traces)
         out += ["", "## Analyst use", "", f"{len(traces)} chunk(s) analysed; {calls} LLM call(s) ({cached} from the "
                 f"cache), {tokens_in} prompt and {tokens_out} completion tokens, ${cost:.4f}.", ""]
+    if metrics is not None:
+        out += learning_run_section(metrics)
     for plan in plans:
         chosen = [c for c in plan.chunks if c.reason]
         out += ["", f"## Chunks of `{plan.drop}`", "", f"{plan.rows} rows in {len(plan.chunks)} chunks; "
@@ -104,6 +108,24 @@ def _instructions(registry: Registry, items: tuple[InstructionItem, ...], reads:
     return out + [""]
 
 
+def learning_run_section(metrics: LearningMetrics) -> list[str]:
+    """The report's "Learning run" section: what the run that exported this module cost and did."""
+    rejected = ", ".join(f"{k}: {v}" for k, v in sorted(metrics.rejections.items())) or "none"
+    prompts = ", ".join(f"{k} v{v}" for k, v in sorted(metrics.prompts.items())) or "-"
+    return ["", "## Learning run", "", "| figure | value |", "|---|---|",
+            f"| analyst calls (cached) | {metrics.calls} ({metrics.cached_calls}) |",
+            f"| prompt / completion tokens | {metrics.prompt_tokens} / {metrics.completion_tokens} |",
+            f"| cost | ${metrics.cost_usd:.4f} |",
+            f"| wall time | {metrics.seconds:.1f} s |",
+            f"| steps / accepted functions | {metrics.steps} / {metrics.accepted} ({metrics.steps_per_accepted} per function) |",
+            f"| rejections by reason | {_md(rejected)} |",
+            f"| unusable replies | {metrics.unusable_replies} |",
+            f"| instruction items served / declined / open | {metrics.items_served} / {metrics.items_declined} / "
+            f"{metrics.items_open} |",
+            f"| cells changed on held-out rows | {metrics.cells_changed} |",
+            f"| prompt templates | {prompts} |"]
+
+
 def left_section(validation: ValidationReport) -> list[str]:
     """The report's "What is left" section: per column, what the detectors still find after cleaning."""
     out = ["", "## What is left (detector findings on the cleaned held-out rows)", ""]
@@ -122,12 +144,14 @@ def write_report(
     traces: list[ChunkTrace] = (),  # type: ignore[assignment]
     items: tuple[InstructionItem, ...] = (),
     reads_instructions: bool = True,
+    metrics: LearningMetrics | None = None,
 ) -> Path:
     """Write `report.md` (and `quality.png` when there is a validation) beside the module, atomically."""
     out_dir = Path(out_dir)
     chart = write_chart(validation, out_dir / "quality.png") if validation and validation.quality else None
     path = out_dir / "report.md"
-    write_atomic(path, render_report(registry, validation, plans, traces, chart, items, reads_instructions))
+    write_atomic(path, render_report(registry, validation, plans, traces, chart, items, reads_instructions,
+                                         metrics))
     return path
 
 
