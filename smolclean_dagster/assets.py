@@ -1,7 +1,8 @@
 """The learning flow and the cleaning of drops as Dagster assets, one group per dataset.
 
-raw_data -> chunks -> chunk_issues -> chunk_functions -> registry -> validation -> cleaning_module -> cleaned_data
+raw_data -> chunks -> chunk_issues -> chunk_functions -> registry -> validation -> cleaning_module
 (per drop)  (per drop) (per chunk)     (per chunk: the agent loop)
+    -> module_version (module_versions.py: proposed or live) -> cleaned_data (per drop, by the live version)
 """
 
 
@@ -31,8 +32,9 @@ from .core.shipped_tests import write_tests
 from .core.steps import ChunkTrace
 from .core.storage import DatasetStore
 from .core.watch import FileState
-from .module_versions import VERSION_TAG, CleanConfig, cleaning_module_for, learning_run_metrics
+from .live_module import VERSION_TAG, CleanConfig, cleaning_module_for
 from .metadata import consolidation_metadata, coverage_metadata, frame_preview, findings_metadata, plan_metadata, registry_metadata, trace_metadata, validation_metadata
+from .module_versions import learning_run_metrics
 from .partitions import chunks_partitions, drops_partitions
 from .resources import LLMResource, SandboxResource
 from .settings import DatasetSettings
@@ -237,7 +239,7 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
             }
         )
 
-    @dg.asset(key=key("cleaned_data"), partitions_def=drops, group_name=name, deps=[key("cleaning_module")],
+    @dg.asset(key=key("cleaned_data"), partitions_def=drops, group_name=name, deps=[key("module_version")],
               check_specs=cleaned_check_specs(key("cleaned_data"), drops), kinds={"pandas", s.cleaned_format})
     def cleaned_data(context: dg.AssetExecutionContext, smolclean_sandbox: SandboxResource,
                      config: CleanConfig) -> dg.MaterializeResult:

@@ -167,7 +167,7 @@ def _learn(args: argparse.Namespace) -> int:
 
 def _print_version(settings) -> None:
     """Which module version the learning run made, and whether drops are cleaned by it."""
-    from .module_versions import versions
+    from .live_module import versions
 
     history = versions(settings).load()
     latest, live = history.latest, history.live
@@ -200,7 +200,7 @@ def _apply(args: argparse.Namespace) -> int:
     from .sandbox import Sandbox
 
     if args.name is not None:
-        from .module_versions import cleaning_module_for
+        from .live_module import cleaning_module_for
 
         if len(args.paths) != 1:
             raise SmolcleanError("with --name, give only the file to clean: the dataset's module version cleans it")
@@ -287,7 +287,8 @@ def _dataset(workdir: Path, name: str):
 
 
 def _versions(args: argparse.Namespace) -> int:
-    from .module_versions import version_changes, versions
+    from .live_module import versions
+    from .module_versions import version_changes
 
     history = versions(_dataset(args.workdir, args.name)).load()
     if not history.versions:
@@ -322,7 +323,8 @@ def _versions(args: argparse.Namespace) -> int:
 
 
 def _approve(args: argparse.Namespace) -> int:
-    from .module_versions import current_user, versions
+    from .live_module import versions
+    from .module_versions import current_user
 
     settings = _dataset(args.workdir, args.name)
     version = versions(settings).approve(args.version, by=current_user(), why=args.reason)
@@ -333,7 +335,8 @@ def _approve(args: argparse.Namespace) -> int:
 
 
 def _rollback(args: argparse.Namespace) -> int:
-    from .module_versions import current_user, versions
+    from .live_module import versions
+    from .module_versions import current_user
 
     settings = _dataset(args.workdir, args.name)
     version = versions(settings).rollback(args.to, by=current_user(), why=args.reason)

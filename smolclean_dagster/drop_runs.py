@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from .module_versions import live_version, times_live
+from .live_module import live_version, times_live
 from .settings import DatasetSettings
 
 #: Every run that learns for a dataset carries this tag (value: the dataset), so only one runs at a time.

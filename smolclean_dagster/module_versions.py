@@ -1,18 +1,14 @@
 """Module versions in Dagster: the `module_version` asset that proposes a version at the end of a learning run
-(with its shadow check and figures), the job that approves one from the UI, and the live module drops are
-cleaned with. The versions themselves live in core/versions.py.
+(with its shadow check and figures), and the job that approves one from the UI. The versions themselves live
+in core/versions.py; which module cleans a drop, in live_module.py.
 """
-
 
 import getpass
 import time
-from pathlib import Path
 
 import dagster as dg
 
 from .core.analysts.prompts import template_versions
-from .core.apply import read_module_version
-from .core.errors import SmolcleanError
 from .core.export import module_filename
 from .core.instructions import open_items, split_instructions
 from .core.quality import ValidationReport
@@ -23,15 +19,16 @@ from .core.steps import ChunkTrace
 from .core.storage import DatasetStore
 from .core.trajectory import LearningMetrics, learning_metrics
 from .core.versions import ModuleVersion, VersionHistory, VersionStore
+from .drop_runs import DROP_TAG
+from .learning_runs import LEARNING_RUN_TAG
+from .live_module import versions
 from .resources import SandboxResource
 from .settings import DatasetSettings
 
-#: Run tag of a cleaning run: the module version that cleaned the drop.
-VERSION_TAG = "smolclean/module_version"
+#: Changes of state shown on the asset, newest first.
+HISTORY_ROWS = 20
 #: Who promotes under `promote: auto`.
 POLICY = "policy promote: auto"
-_LEARNING_RUN_TAG = "smolclean/learning_run"  # learning_runs.LEARNING_RUN_TAG (that module imports drop_runs)
-_DROP_TAG = "smolclean/drop"
 
 
 def version_key(name: str) -> dg.AssetKey:
@@ -42,66 +39,16 @@ def approve_job_name(name: str) -> str:
     return f"{name}_approve_version"
 
 
-def versions(s: DatasetSettings) -> VersionStore:
-    return DatasetStore(s.storage_dir, s.name).versions
-
-
-def live_module(s: DatasetSettings) -> Path | None:
-    """The module drops of the dataset are cleaned with: the live version's. A workdir from before versions
-    (a module exported, no version recorded) keeps cleaning with its exported module."""
-    path = versions(s).live_module()
-    if path is not None:
-        return path
-    exported = s.module_dir / module_filename(s.name)
-    return exported if exported.is_file() else None
-
-
-class CleanConfig(dg.Config):
-    """A cleaning run's choice of module version: none means the live one."""
-
-    version: int | None = None
-
-
-def cleaning_module_for(s: DatasetSettings, number: int | None) -> tuple[Path, int | None]:
-    """The module that cleans a drop, and its version number: version `number`, else the live one."""
-    if number is not None:
-        path = versions(s).module_path(versions(s).load().get(number).number)
-        return path, number
-    path = live_module(s)
-    if path is None:
-        raise SmolcleanError(f"no cleaning module yet for {s.name!r}; learn one first (`smolclean learn FILE --name "
-                             f"{s.name}`, or the job {s.name}_learn_from_drop)")
-    return path, live_version(s)[0]
-
-
-def live_version(s: DatasetSettings) -> tuple[int | None, int | None]:
-    """(version number, registry version) of the live module; (None, None) with no module yet, and a number of
-    None for a module from before versions."""
-    path = live_module(s)
-    if path is None:
-        return None, None
-    live = versions(s).load().live
-    registry = read_module_version(path.read_text(encoding="utf-8"))
-    return (live.number if live else None), (-1 if registry is None else registry)
-
-
-def times_live(s: DatasetSettings) -> int:
-    """How many times the live version went live (1 unless it was made live again after a rollback)."""
-    history = versions(s).load()
-    live = history.live
-    return sum(1 for c in history.changes if live and c.version == live.number and c.state == "live") or 1
-
-
 def learning_run_metrics(context: dg.AssetExecutionContext, s: DatasetSettings, registry: Registry,
                          validation: ValidationReport) -> LearningMetrics:
     """The figures of the learning run this export ends (its drop's chunk traces, wall time since its first run)."""
     store = DatasetStore(s.storage_dir, s.name)
-    drop = context.run.tags.get(_DROP_TAG)
+    drop = context.run.tags.get(DROP_TAG)
     traces = [t for t in store.models("chunk_functions", ChunkTrace) if drop is None or t.drop == drop]
     seconds = 0.0
-    learning_run = context.run.tags.get(_LEARNING_RUN_TAG)
+    learning_run = context.run.tags.get(LEARNING_RUN_TAG)
     if learning_run:
-        records = context.instance.get_run_records(dg.RunsFilter(tags={_LEARNING_RUN_TAG: learning_run}))
+        records = context.instance.get_run_records(dg.RunsFilter(tags={LEARNING_RUN_TAG: learning_run}))
         starts = [r.start_time for r in records if r.start_time]
         parent = context.instance.get_run_record_by_id(learning_run)  # a sensor's learning run names itself
         if parent is not None and parent.start_time:
@@ -133,8 +80,8 @@ def build_module_version(s: DatasetSettings) -> dg.AssetsDefinition:
         previous = store.registry(live.number) if live is not None else Registry(dataset=name)
         changes = registry_changes(previous, registry)
         metrics = learning_run_metrics(context, s, registry, validation)
-        version = store.propose(registry, source, changes, learning_run=context.run.tags.get(_LEARNING_RUN_TAG, ""),
-                                drop=context.run.tags.get(_DROP_TAG, ""), metrics=metrics)
+        version = store.propose(registry, source, changes, learning_run=context.run.tags.get(LEARNING_RUN_TAG, ""),
+                                drop=context.run.tags.get(DROP_TAG, ""), metrics=metrics)
         if version.state == "proposed" and live is not None and version.shadow is None:
             version = _shadow(s, store, version, live, changes, smolclean_sandbox)
             version = _maybe_promote(s, store, version, registry, validation, context)
@@ -213,10 +160,10 @@ def version_changes(version: ModuleVersion) -> str:
 
 
 def history_markdown(history: VersionHistory) -> str:
-    """Every change of state, newest first: who, when and why."""
+    """The latest changes of state, newest first: who, when and why (`smolclean versions` lists them all)."""
     rows = ["| version | state | was | by | when | why |", "|---|---|---|---|---|---|"]
     rows += [f"| {c.version} | {c.state} | {c.previous or '-'} | {c.by} | {c.at} | {c.why.replace('|', '/')} |"
-             for c in reversed(history.changes)]
+             for c in list(reversed(history.changes))[:HISTORY_ROWS]]
     return "\n".join(rows)
 
 

@@ -16,7 +16,7 @@ from .assets import find_drop_file
 from .core.errors import SmolcleanError
 from .core.watch import FileState
 from .drop_runs import clean_request, current_module_version, latest_cleanings
-from .module_versions import times_live
+from .live_module import times_live
 from .partitions import drops_partitions
 from .settings import DatasetSettings
 

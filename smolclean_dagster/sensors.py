@@ -24,7 +24,7 @@ from .drop_runs import (
     learning_in_progress,
     learning_request,
 )
-from .module_versions import times_live
+from .live_module import times_live
 from .partitions import drops_partitions
 from .settings import DatasetSettings
 

@@ -79,3 +79,17 @@ def test_typed_values_are_shown_as_values_not_as_empty_cells():
 def test_a_template_value_left_out_is_an_error_not_a_blank():
     with pytest.raises(AnalystError, match="prompts/consolidation.yaml"):
         render("consolidation", dataset="d", functions=[], allowed_imports=[])  # no `instructions`
+
+
+def test_every_template_carries_a_version_the_changelog_explains():
+    """A learning run records the template versions it used; each version has its line in prompts/CHANGELOG.md."""
+    from pathlib import Path
+
+    from smolclean_dagster.core.analysts.prompts import template_versions
+
+    versions = template_versions()
+    assert set(versions) == {"analysis", "consolidation"}
+    changelog = (Path(__file__).resolve().parents[1] / "prompts" / "CHANGELOG.md").read_text(encoding="utf-8")
+    for name, version in versions.items():
+        section = changelog[changelog.index(f"## {name}\n"):]
+        assert f"- **{version}**:" in section.split("\n## ")[0], name

@@ -17,7 +17,7 @@ from smolclean_dagster.core.registry import Registry
 from smolclean_dagster.core.registry_changes import RegistryChanges
 from smolclean_dagster.core.storage import DatasetStore
 from smolclean_dagster.core.versions import VersionError, VersionStore
-from smolclean_dagster.module_versions import VERSION_TAG
+from smolclean_dagster.live_module import VERSION_TAG
 
 from test_sensors import _shipments
 
@@ -101,6 +101,8 @@ def test_a_drop_teaches_a_proposed_version_that_cleans_nothing_until_approved(tm
 
     history = store.load()
     assert [(v.number, v.state) for v in history.versions] == [(1, "live"), (2, "proposed")]
+    lesson = _latest(instance, dg.AssetKey(["shipments", "drop_learning"])).asset_materialization.metadata
+    assert (lesson["module_version"].value, lesson["module_version_state"].value) == (2, "proposed")
     assert cleaned_by("april.csv") == 1  # learning cleaned it again, with the live version
     md = _latest(instance, VERSION).asset_materialization.metadata
     assert md["state"].value == "proposed" and md["version"].value == 2
@@ -178,3 +180,79 @@ def test_the_commands_learn_twice_list_approve_and_roll_back(tmp_path):
                           (("rollback", "shipments", "--to", "1"), "version 1 of 'shipments' is live already")):
         proc = smolclean(*args)
         assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
+
+
+def test_a_learning_runs_figures_count_its_steps_rejections_and_items():
+    from smolclean_dagster.core.analysts.base import Usage
+    from smolclean_dagster.core.instructions import ItemState
+    from smolclean_dagster.core.report import learning_run_section
+    from smolclean_dagster.core.steps import ChunkTrace, ProposalStep, VerdictStep
+    from smolclean_dagster.core.trajectory import learning_metrics
+
+    usage = Usage(calls=1, prompt_tokens=1000, completion_tokens=200, cost_usd=0.01)
+    steps = (ProposalStep(step=1, findings=2, status="needs_more_work", usage=usage),
+             VerdictStep(step=1, function_name="f", accepted=False, reason="too slow for real drops: 30 us per row"),
+             ProposalStep(step=2, findings=2, status="needs_more_work", usage=usage),
+             VerdictStep(step=2, function_name="f", accepted=False, reason="not idempotent on the chunk: ..."),
+             ProposalStep(step=3, findings=2, status="needs_more_work", usage=usage),
+             VerdictStep(step=3, function_name="f", accepted=True, reason="changed 4 cell(s)"))
+    states = (ItemState(number=1, text="a", state="served", functions=("f",)),
+              ItemState(number=2, text="b", state="declined", reason="needs other rows"))
+    metrics = learning_metrics([ChunkTrace(dataset="d", drop="x.csv", chunk_id="c", rows=5, steps=steps)], states,
+                               cells_changed=4, seconds=12.5, prompts={"analysis": "1"})
+    numbers = metrics.numbers()
+    assert (numbers["llm_calls"], numbers["prompt_tokens"], numbers["completion_tokens"]) == (3, 3000, 600)
+    assert numbers["steps_per_accepted"] == 3.0 and numbers["rejected_too_slow"] == 1
+    assert numbers["rejected_not_idempotent"] == 1 and (numbers["items_served"], numbers["items_declined"]) == (1, 1)
+    report = "\n".join(learning_run_section(metrics))
+    assert "| prompt / completion tokens | 3000 / 600 |" in report and "analysis v1" in report
+
+
+STRIP = '''def strip_city(df):
+    """Strip surrounding spaces from `city`."""
+    df = df.copy()
+    df["city"] = df["city"].str.strip()
+    return df
+'''
+BROKEN = '''def broken_city(df):
+    """Fails on every row."""
+    raise ValueError("no")
+'''
+
+
+def test_the_shadow_check_counts_the_cells_a_version_changes_per_function_with_examples(tmp_path, sandbox):
+    from smolclean_dagster.core.export import render_module
+    from smolclean_dagster.core.functions import CleaningFunction
+    from smolclean_dagster.core.registry import Provenance, RegistryEntry
+    from smolclean_dagster.core.registry_changes import registry_changes
+    from smolclean_dagster.core.shadow import latest_drops, shadow_check
+
+    def registry(*codes: str) -> Registry:
+        reg = Registry(dataset="people")
+        for code in codes:
+            reg = reg.with_entry(RegistryEntry(function=CleaningFunction.from_code(code, columns=["city"]),
+                                               provenance=Provenance(drop="d", chunk="c", step=1, analyst="rules")))
+        return reg
+
+    folder = tmp_path / "drops"
+    folder.mkdir()
+    pd.DataFrame({"id": range(30), "city": [" Oslo", "Oslo"] * 15}).to_csv(folder / "old.csv", index=False)
+    pd.DataFrame({"id": range(40), "city": ["Bergen "] * 40}).to_csv(folder / "new.csv", index=False)
+    (folder / ".hidden.csv").write_text("id\n1\n")
+    drops = latest_drops(folder)
+    assert {p.name for p in drops} == {"old.csv", "new.csv"}
+
+    live, proposed = registry(), registry(STRIP)
+    diff = shadow_check(render_module(live), render_module(proposed), drops, sandbox,
+                        registry_changes(live, proposed), live_version=1)
+    assert (diff.rows, diff.cells, diff.changed) == (70, 140, 55) and diff.share == round(55 / 140, 6)
+    [function] = diff.functions
+    assert function.function == "strip_city" and function.cells == 55 and len(function.examples) == 10
+    assert any(x.before == '"Bergen "' and x.after == '"Bergen"' for x in function.examples)
+    assert "| `strip_city` | 55 |" in diff.markdown()
+
+    failing = registry(STRIP, BROKEN)
+    diff = shadow_check(render_module(live), render_module(failing), drops, sandbox,
+                        registry_changes(live, failing), live_version=1)
+    assert diff.share == 1.0 and len(diff.failures) == 2 and "no" in diff.failures[0]
+    assert "**Fails** on" in diff.markdown()

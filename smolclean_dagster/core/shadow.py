@@ -13,10 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from .drop_io import plain_value
 from .drops import drop_key, iter_batches
+from .errors import SmolcleanError
+from .loop import MODEL_FAULTS
 from .registry_changes import RegistryChanges
 
 #: Rows of the latest drops both versions clean, at most, in all.
@@ -67,10 +69,13 @@ class ShadowDiff(BaseModel):
     cells: int = 0
     changed: int = 0
     functions: tuple[FunctionDiff, ...] = ()
+    failures: tuple[str, ...] = Field(default=(), description="drops the proposed version fails on, and why")
 
     @property
     def share(self) -> float:
-        """Changed cells over cells compared (0 when nothing was compared)."""
+        """Changed cells over cells compared (0 when nothing was compared; 1 when the version fails on a drop)."""
+        if self.failures:
+            return 1.0
         return round(self.changed / self.cells, 6) if self.cells else 0.0
 
     def summary(self) -> str:
@@ -80,7 +85,7 @@ class ShadowDiff(BaseModel):
 
     def markdown(self) -> str:
         """Per function, the cells it changes and up to `EXAMPLES` before -> after pairs, as a table."""
-        lines = [self.summary() + ".", ""]
+        lines = [self.summary() + ".", ""] + [f"**Fails** on {f}" for f in self.failures] + [""] * bool(self.failures)
         if not self.functions:
             return "\n".join(lines + ["No cell would change."])
         lines += ["| function | cells | drop | row | column | before (live) | after (proposed) |",
@@ -95,7 +100,7 @@ class ShadowDiff(BaseModel):
 
     def text(self) -> str:
         """The same for a terminal: one block per function."""
-        lines = [self.summary()]
+        lines = [self.summary()] + [f"  FAILS on {f}" for f in self.failures]
         for f in self.functions:
             lines.append(f"  {f.function}: {f.cells} cell(s)")
             lines += [f"    {x.drop} row {x.row}, {x.column}: {x.before} -> {x.after}" for x in f.examples]
@@ -115,24 +120,30 @@ def shadow_check(live_source: str, proposed_source: str, drops: Sequence[Path], 
                  live_version: int, rows: int = SHADOW_ROWS, timeout_s: float = 60.0) -> ShadowDiff:
     """Clean the start of each drop with both modules in the sandbox (`runner`) and diff the results.
 
-    A drop that cannot be read is left out of the sample (its own cleaning run reports it).
+    A drop that cannot be read is left out of the sample (its own cleaning run reports it); a drop the proposed
+    version fails on is named in `failures` (the live one failing there too is our business, and raises).
     """
     per_drop = max(1, rows // max(1, len(drops)))
     found: dict[str, list[CellChange]] = {}
     counts: dict[str, int] = {}
     used: list[str] = []
+    failures: list[str] = []
     total_rows = total_cells = changed = 0
     for path in drops:
         try:
             sample = next(iter_batches(path, per_drop), None)
-        except Exception:  # noqa: BLE001  (an unreadable drop: its cleaning run names the problem)
+        except (SmolcleanError, OSError):  # an unreadable drop: its cleaning run names the problem
             continue
         if sample is None or sample.empty:
             continue
         sample = sample.reset_index(drop=True)
-        before = runner.run(live_source, sample, entry="clean", module=True, timeout_s=timeout_s)
-        after = runner.run(proposed_source, sample, entry="clean", module=True, timeout_s=timeout_s)
         key = drop_key(path)
+        before = runner.run(live_source, sample, entry="clean", module=True, timeout_s=timeout_s)
+        try:
+            after = runner.run(proposed_source, sample, entry="clean", module=True, timeout_s=timeout_s)
+        except MODEL_FAULTS as exc:
+            failures.append(f"{key}: {type(exc).__name__}: {exc}")
+            continue
         used.append(key)
         n = min(len(before), len(after))
         columns = list(dict.fromkeys([*map(str, before.columns), *map(str, after.columns)]))
@@ -153,7 +164,7 @@ def shadow_check(live_source: str, proposed_source: str, drops: Sequence[Path], 
     functions = tuple(FunctionDiff(function=name, cells=counts[name], examples=tuple(found[name]))
                       for name in sorted(counts, key=lambda k: (-counts[k], k)))
     return ShadowDiff(live_version=live_version, drops=tuple(used), rows=total_rows, cells=total_cells,
-                      changed=changed, functions=functions)
+                      changed=changed, functions=functions, failures=tuple(failures))
 
 
 def _texts(df: pd.DataFrame, column: str, n: int) -> list[str]:
