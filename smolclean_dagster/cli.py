@@ -276,10 +276,13 @@ class _ApplyProgress:
 
 
 def _dataset(workdir: Path, name: str):
-    """The settings of dataset `name` saved in `workdir`, or an error naming the datasets there are."""
+    """The settings of dataset `name` saved in `workdir` (or, for one declared in code or a dg Component, its
+    store there), or an error naming the datasets there are."""
     from .settings import DatasetSettings, load_workdir, settings_file
 
     if not settings_file(workdir, name).is_file():
+        if (workdir / "storage" / name).is_dir():
+            return DatasetSettings.load(name=name, workdir=workdir)
         known = ", ".join(s.name for s in load_workdir(workdir)) if (workdir / "datasets").is_dir() else ""
         raise SmolcleanError(f"dataset {name!r} is not in workdir {workdir} (datasets there: {known or 'none'}); "
                              "check the name and --workdir")

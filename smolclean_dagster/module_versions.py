@@ -18,7 +18,7 @@ from .core.shadow import latest_drops, shadow_check
 from .core.steps import ChunkTrace
 from .core.storage import DatasetStore
 from .core.trajectory import LearningMetrics, learning_metrics
-from .core.versions import ModuleVersion, VersionHistory, VersionStore
+from .core.versions import ModuleVersion, VersionHistory, VersionStore, why_not_promoted
 from .drop_runs import DROP_TAG
 from .learning_runs import LEARNING_RUN_TAG
 from .live_module import versions
@@ -104,25 +104,19 @@ def _shadow(s: DatasetSettings, store: VersionStore, version: ModuleVersion, liv
 
 def _maybe_promote(s: DatasetSettings, store: VersionStore, version: ModuleVersion, registry: Registry,
                    validation: ValidationReport, context: dg.AssetExecutionContext) -> ModuleVersion:
-    """Under `promote: auto`, the version goes live when validation passed, no item is open and its shadow
-    check stays under the limit; otherwise it waits for a person, and the log says why."""
+    """Under `promote: auto`, the version goes live when the policy lets it; otherwise it waits for a person, and
+    the log says why."""
     if s.promote != "auto":
         return version
-    shadow = version.shadow
     left = open_items(registry.coverage(split_instructions(s.instructions))) if s.reads_instructions else ()
-    if not validation.passed:
-        why = "validation failed"
-    elif left:
-        why = f"instruction item(s) {', '.join(f'#{i.number}' for i in left)} still open"
-    elif shadow is None or shadow.share >= s.promote_max_changed_share:
-        share = f"{shadow.share:.2%}" if shadow else "unknown"
-        why = f"its shadow check changes {share} of the cells, not under promote_max_changed_share={s.promote_max_changed_share:.2%}"
-    else:
-        context.log.info(f"version {version.number} goes live: {shadow.summary()}")
-        return store.approve(version.number, by=POLICY, why=f"validation passed, no item open, {shadow.summary()} "
-                             f"(under {s.promote_max_changed_share:.2%})")
-    context.log.info(f"version {version.number} waits for approval: {why}")
-    return version
+    why = why_not_promoted(validation_passed=validation.passed, open_items=[i.number for i in left],
+                           shadow=version.shadow, limit=s.promote_max_changed_share)
+    if why is not None:
+        context.log.info(f"version {version.number} waits for approval: {why}")
+        return version
+    context.log.info(f"version {version.number} goes live: {version.shadow.summary()}")
+    return store.approve(version.number, by=POLICY, why=f"validation passed, no item open, {version.shadow.summary()} "
+                         f"(under {s.promote_max_changed_share:.2%})")
 
 
 def version_metadata(history: VersionHistory, version: ModuleVersion) -> dict[str, dg.MetadataValue]:

@@ -256,3 +256,17 @@ def test_the_shadow_check_counts_the_cells_a_version_changes_per_function_with_e
                         registry_changes(live, failing), live_version=1)
     assert diff.share == 1.0 and len(diff.failures) == 2 and "no" in diff.failures[0]
     assert "**Fails** on" in diff.markdown()
+
+
+def test_promote_auto_lets_a_version_go_live_only_within_its_limit_with_nothing_open():
+    from smolclean_dagster.core.shadow import ShadowDiff
+    from smolclean_dagster.core.versions import why_not_promoted
+
+    small, large = ShadowDiff(live_version=1, cells=1000, changed=20), ShadowDiff(live_version=1, cells=1000, changed=80)
+    assert why_not_promoted(validation_passed=True, open_items=(), shadow=small, limit=0.05) is None
+    assert "8.00% of the cells, not under the limit of 5.00%" in why_not_promoted(
+        validation_passed=True, open_items=(), shadow=large, limit=0.05)
+    assert "#3 still open" in why_not_promoted(validation_passed=True, open_items=(3,), shadow=small, limit=0.05)
+    assert why_not_promoted(validation_passed=False, open_items=(), shadow=small, limit=0.05) == "validation failed"
+    failing = ShadowDiff(live_version=1, cells=1000, changed=0, failures=("may.csv: FunctionFailed: no",))
+    assert why_not_promoted(validation_passed=True, open_items=(), shadow=failing, limit=0.5) is not None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
@@ -234,6 +234,27 @@ class VersionStore:
 
         history = self.update(back)
         return history.live  # type: ignore[return-value]
+
+
+def why_not_promoted(*, validation_passed: bool, open_items: Sequence[int], shadow: ShadowDiff | None,
+                     limit: float) -> str | None:
+    """Why the `promote: auto` policy leaves a proposed version for a person, or None when it goes live: validation
+    passed, no instruction item is open and its shadow check changes less than `limit` of the cells.
+
+    Example:
+        >>> why_not_promoted(validation_passed=True, open_items=(), limit=0.05,
+        ...                  shadow=ShadowDiff(live_version=1, cells=100, changed=2)) is None
+        True
+    """
+    if not validation_passed:
+        return "validation failed"
+    if open_items:
+        return f"instruction item(s) {', '.join(f'#{n}' for n in open_items)} still open"
+    if shadow is None:
+        return "it has no shadow check"
+    if shadow.share >= limit:
+        return f"its shadow check changes {shadow.share:.2%} of the cells, not under the limit of {limit:.2%}"
+    return None
 
 
 def _previous_live(history: VersionHistory, current: int) -> int | None:
