@@ -20,6 +20,7 @@ VERSION_TAG = "smolclean/module_version"
 
 
 def versions(s: DatasetSettings) -> VersionStore:
+    """The dataset's module versions (in its store in the workdir)."""
     return DatasetStore(s.storage_dir, s.name).versions
 
 
@@ -42,8 +43,9 @@ class CleanConfig(dg.Config):
 def cleaning_module_for(s: DatasetSettings, number: int | None) -> tuple[Path, int | None]:
     """The module that cleans a drop, and its version number: version `number`, else the live one."""
     if number is not None:
-        path = versions(s).module_path(versions(s).load().get(number).number)
-        return path, number
+        store = versions(s)
+        store.load().get(number)  # an unknown version is refused, naming the versions there are
+        return store.module_path(number), number
     path = live_module(s)
     if path is None:
         raise SmolcleanError(f"no cleaning module yet for {s.name!r}; learn one first (`smolclean learn FILE --name "
