@@ -1,7 +1,8 @@
 """The learning flow and the cleaning of drops as Dagster assets, one group per dataset.
 
-raw_data -> chunks -> chunk_issues -> chunk_functions -> registry -> validation -> cleaning_module -> cleaned_data
+raw_data -> chunks -> chunk_issues -> chunk_functions -> registry -> validation -> cleaning_module
 (per drop)  (per drop) (per chunk)     (per chunk: the agent loop)
+    -> module_version (module_versions.py: proposed or live) -> cleaned_data (per drop, by the live version)
 """
 
 
@@ -19,7 +20,7 @@ from .core.apply import apply_module, read_module_version
 from .core.consolidate import consolidate
 from .core.drops import drop_key, read_drop
 from .core.errors import SmolcleanError
-from .core.export import module_filename, write_module
+from .core.export import write_module
 from .core.functions import CleaningFunction
 from .core.loop import ChunkWork, LoopSettings, clean_with, run_chunk
 from .core.instructions import open_items, split_instructions
@@ -33,7 +34,9 @@ from .core.steps import ChunkTrace
 from .core.storage import DatasetStore
 from .core.validate import COST_ROWS
 from .core.watch import FileState
+from .live_module import VERSION_TAG, CleanConfig, cleaning_module_for
 from .metadata import consolidation_metadata, coverage_metadata, frame_preview, findings_metadata, plan_metadata, registry_metadata, trace_metadata, validation_metadata
+from .module_versions import learning_run_metrics
 from .partitions import chunks_partitions, drops_partitions
 from .resources import LLMResource, SandboxResource
 from .settings import DatasetSettings
@@ -218,14 +221,16 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
 
     @dg.asset(key=key("cleaning_module"), group_name=name,
               ins={"registry": dg.AssetIn(key("registry")), "validation": dg.AssetIn(key("validation"))})
-    def cleaning_module(registry: Registry, validation: ValidationReport) -> dg.MaterializeResult:
+    def cleaning_module(context: dg.AssetExecutionContext, registry: Registry,
+                        validation: ValidationReport) -> dg.MaterializeResult:
         """The exported module with its tests (held-out rows replayed) and its report: readable,
         reviewable, runnable without smolclean."""
         path = write_module(registry, s.module_dir)
         tests = write_tests(name, registry.version, len(registry.entries), validation, s.module_dir)
         report = write_report(registry, validation, s.module_dir, plans=store.models("chunks", ChunkPlan),
                               traces=store.models("chunk_functions", ChunkTrace),
-                              items=registry.items_for(s.instructions), reads_instructions=s.reads_instructions)
+                              items=registry.items_for(s.instructions), reads_instructions=s.reads_instructions,
+                              metrics=learning_run_metrics(context, s, registry, validation))
         source = path.read_text(encoding="utf-8")
         chart = s.module_dir / "quality.png"
         return dg.MaterializeResult(
@@ -240,14 +245,15 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
             }
         )
 
-    @dg.asset(key=key("cleaned_data"), partitions_def=drops, group_name=name, deps=[key("cleaning_module")],
+    @dg.asset(key=key("cleaned_data"), partitions_def=drops, group_name=name, deps=[key("module_version")],
               check_specs=cleaned_check_specs(key("cleaned_data"), drops), kinds={"pandas", s.cleaned_format})
-    def cleaned_data(context: dg.AssetExecutionContext, smolclean_sandbox: SandboxResource) -> dg.MaterializeResult:
-        """The drop cleaned by the current module in parallel sandbox batches, named after the drop, with the
-        issues the detectors still find (checks: every row kept, residual issues under the threshold)."""
-        module = s.module_dir / module_filename(name)
-        if not module.exists():
-            raise SmolcleanError(f"{module}: no cleaning module yet for {name!r}; materialize the learning flow first")
+    def cleaned_data(context: dg.AssetExecutionContext, smolclean_sandbox: SandboxResource,
+                     config: CleanConfig) -> dg.MaterializeResult:
+        """The drop cleaned by the live module version (or the one the run's config names) in parallel sandbox
+        batches, named after the drop, with the version that cleaned it and the issues the detectors still find
+        (checks: every row kept, residual issues under the threshold)."""
+        module, number = cleaning_module_for(s, config.version)
+        context.instance.add_run_tags(context.run.run_id, {VERSION_TAG: str(number) if number else "unversioned"})
         src = find_drop_file(s, context.partition_key)
         source, state = module.read_text(encoding="utf-8"), FileState.of(src)
         sandbox = smolclean_sandbox.get()
@@ -273,6 +279,8 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
                 "seconds": dg.MetadataValue.float(result.seconds),
                 "rows_per_s": dg.MetadataValue.float(result.rows_per_s),
                 "module_version": dg.MetadataValue.int(version if version is not None else -1),
+                "version": dg.MetadataValue.int(number or -1),
+                "module": dg.MetadataValue.path(str(module)),
                 "residual_share": dg.MetadataValue.float(report.share),
                 "residual_passed": dg.MetadataValue.bool(report.passes(s.residual_threshold)),
                 "residual_rows_sampled": dg.MetadataValue.int(report.rows_sampled),

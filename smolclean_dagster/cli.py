@@ -45,14 +45,36 @@ def _parser() -> argparse.ArgumentParser:
                        help="any dataset setting, repeatable: --set llm_timeout_s=1800 --set apply_workers=2 "
                             "(KEY= unsets one); over the workdir's datasets/NAME.yaml when there is one")
 
-    apply = sub.add_parser("apply", help="clean a file with an exported module (in the sandbox)")
-    apply.add_argument("module", type=Path)
-    apply.add_argument("file", type=Path)
+    apply = sub.add_parser("apply", help="clean a file with an exported module (in the sandbox)",
+                           usage="smolclean apply (MODULE FILE | FILE --name NAME [--version N]) -o OUT")
+    apply.add_argument("paths", type=Path, nargs="+", metavar="[MODULE] FILE",
+                       help="the module and the file; only the file with --name")
+    apply.add_argument("--name", default=None, help="clean with this dataset's live module version (see --version)")
+    apply.add_argument("--version", type=int, default=None, help="with --name: this module version instead of the live one")
+    apply.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
     apply.add_argument("-o", "--output", type=Path, required=True, help="OUT.parquet (default), OUT.csv or OUT.jsonl")
     apply.add_argument("--batch-size", type=int, default=10_000, help="rows per batch (memory grows with it)")
     apply.add_argument("--workers", type=int, default=None,
                        help="sandbox workers cleaning batches side by side (default: one per core; memory grows with "
                             "batch size x workers)")
+
+    versions = sub.add_parser("versions", help="a dataset's module versions: state, origin, changes, shadow figures")
+    versions.add_argument("name")
+    versions.add_argument("--diff", type=int, default=None, metavar="VERSION",
+                          help="the cells VERSION cleans differently than the live version (its shadow check)")
+    versions.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
+
+    approve = sub.add_parser("approve", help="make a proposed module version live")
+    approve.add_argument("name")
+    approve.add_argument("version", type=int)
+    approve.add_argument("--reason", default="approved", help="why, for the audit trail")
+    approve.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
+
+    rollback = sub.add_parser("rollback", help="make the previous (or the named) module version live again")
+    rollback.add_argument("name")
+    rollback.add_argument("--to", type=int, default=None, metavar="VERSION")
+    rollback.add_argument("--reason", default="rolled back", help="why, for the audit trail")
+    rollback.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
 
     ui = sub.add_parser("ui", help="the Dagster UI (and daemon) on a workdir")
     ui.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
@@ -67,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
     try:
-        return {"demo": _demo, "learn": _learn, "apply": _apply, "ui": _ui}[args.command](args)
+        commands = {"demo": _demo, "learn": _learn, "apply": _apply, "ui": _ui, "versions": _versions,
+                    "approve": _approve, "rollback": _rollback}
+        return commands[args.command](args)
     except SmolcleanError as exc:
         # A user's error (a file, a setting): one paragraph saying what to do; the traceback only with -v.
         if args.verbose:
@@ -140,7 +164,25 @@ def _learn(args: argparse.Namespace) -> int:
 
     settings = _learn_settings(args)
     _print_outcome(learn(settings, args.file, log_level=_log_level(args)), settings.drops_dir)
+    _print_version(settings)
     return 0
+
+
+def _print_version(settings) -> None:
+    """Which module version the learning run made, and whether drops are cleaned by it."""
+    from .live_module import versions
+
+    history = versions(settings).load()
+    latest, live = history.latest, history.live
+    if latest is None:
+        return
+    if latest.state == "live":
+        print(f"  version: {latest.number}, live (drops are cleaned by it)")
+    else:
+        print(f"  version: {latest.number}, {latest.state}; drops are cleaned by live version "
+              f"{live.number if live else 'none'} until you approve it: smolclean approve {settings.name} "
+              f"{latest.number} --workdir {settings.workdir}  (see its diff: smolclean versions {settings.name} "
+              f"--diff {latest.number} --workdir {settings.workdir})")
 
 
 def _learn_settings(args: argparse.Namespace):
@@ -157,11 +199,27 @@ def _learn_settings(args: argparse.Namespace):
 
 
 def _apply(args: argparse.Namespace) -> int:
-    from .core.apply import apply_module
+    from .core.apply import apply_module, read_module_version
     from .sandbox import Sandbox
 
+    if args.name is not None:
+        from .live_module import cleaning_module_for
+
+        if len(args.paths) != 1:
+            raise SmolcleanError("with --name, give only the file to clean: the dataset's module version cleans it")
+        args.file = args.paths[0]
+        args.module, number = cleaning_module_for(_dataset(args.workdir, args.name), args.version)
+        which = f"version {number} of {args.name!r}" if number else f"the module of {args.name!r}"
+    else:
+        if len(args.paths) != 2 or args.version is not None:
+            raise SmolcleanError("give the module and the file (smolclean apply MODULE FILE -o OUT), or the file and "
+                                 "the dataset (smolclean apply FILE --name NAME [--version N] -o OUT)")
+        args.module, args.file = args.paths
+        which = str(args.module)
     if not args.module.is_file():
         raise SmolcleanError(f"{args.module}: no such module file")
+    registry_version = read_module_version(args.module.read_text(encoding="utf-8"))
+    print(f"module: {which} ({args.module}, registry version {registry_version if registry_version is not None else 'unknown'})")
     # Not `with Sandbox()`: that starts a pool worker, and apply only uses its own batch workers.
     sandbox = Sandbox()
     try:
@@ -218,6 +276,88 @@ class _ApplyProgress:
             if exc_type is None:
                 self._bar.update(self._task, total=self._bar.tasks[0].completed)
             self._bar.stop()
+
+
+def _dataset(workdir: Path, name: str):
+    """The settings of dataset `name` saved in `workdir` (or, for one declared in code or a dg Component, its
+    store there), or an error naming the datasets there are."""
+    from .settings import DatasetSettings, load_workdir, settings_file
+
+    if not settings_file(workdir, name).is_file():
+        if (workdir / "storage" / name).is_dir():
+            return DatasetSettings.load(name=name, workdir=workdir)
+        known = ", ".join(s.name for s in load_workdir(workdir)) if (workdir / "datasets").is_dir() else ""
+        raise SmolcleanError(f"dataset {name!r} is not in workdir {workdir} (datasets there: {known or 'none'}); "
+                             "check the name and --workdir")
+    return DatasetSettings.for_workdir(workdir, name)
+
+
+def _versions(args: argparse.Namespace) -> int:
+    from .live_module import versions
+    from .module_versions import version_changes
+
+    history = versions(_dataset(args.workdir, args.name)).load()
+    if not history.versions:
+        raise SmolcleanError(f"dataset {args.name!r} has no module version yet; learn one with "
+                             f"`smolclean learn FILE --name {args.name} --workdir {args.workdir}`")
+    if args.diff is not None:
+        version = history.get(args.diff)
+        print(f"version {version.number} of {args.name} ({version.state}): {version_changes(version)}")
+        print(version.shadow.text() if version.shadow else
+              "no shadow check: no version was live when it was made, so there was nothing to compare it with")
+        return 0
+    live = history.live
+    print(f"{args.name}: {len(history.versions)} version(s), live: {live.number if live else 'none'}")
+    for v in reversed(history.versions):
+        origin = ", ".join(p for p in (f"learning run {v.learning_run}" if v.learning_run else "",
+                                       f"drop {v.drop}" if v.drop else "") if p) or "-"
+        print(f"{v.number:>4}  {v.state:<8}  {v.created_at}  {origin}")
+        print(f"      functions: {version_changes(v)} (+{len(v.added)} ~{len(v.changed)} -{len(v.removed)})")
+        if v.shadow is not None:
+            print(f"      shadow: {v.shadow.summary()}")
+        if v.metrics is not None:
+            print(f"      learning: {v.metrics.line()}")
+        if v.approved_by:
+            print(f"      approved by: {v.approved_by}")
+    print("changes of state (newest first):")
+    for c in reversed(history.changes):
+        print(f"  {c.at}  version {c.version}: {c.previous or '-'} -> {c.state}, by {c.by}: {c.why}")
+    proposed = [v.number for v in history.versions if v.state == "proposed"]
+    if proposed:
+        print(f"to make a proposed version live: smolclean approve {args.name} {proposed[-1]} --workdir {args.workdir}")
+    return 0
+
+
+def _approve(args: argparse.Namespace) -> int:
+    from .live_module import versions
+    from .module_versions import current_user
+
+    settings = _dataset(args.workdir, args.name)
+    version = versions(settings).approve(args.version, by=current_user(), why=args.reason)
+    _record(settings, version)
+    print(f"version {version.number} of {args.name} is live: new drops are cleaned by it, and the drops cleaned by "
+          "another version are cleaned again by the schedule while `smolclean ui` runs")
+    return 0
+
+
+def _rollback(args: argparse.Namespace) -> int:
+    from .live_module import versions
+    from .module_versions import current_user
+
+    settings = _dataset(args.workdir, args.name)
+    version = versions(settings).rollback(args.to, by=current_user(), why=args.reason)
+    _record(settings, version)
+    print(f"version {version.number} of {args.name} is live again")
+    return 0
+
+
+def _record(settings, version) -> None:
+    """The change of state on the asset `<name>/module_version`, so the UI shows it."""
+    from .learning import workdir_instance
+    from .module_versions import record_state_change
+
+    with workdir_instance(settings.workdir) as instance:
+        record_state_change(instance, settings, version)
 
 
 def _ui(args: argparse.Namespace) -> int:

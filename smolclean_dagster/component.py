@@ -181,6 +181,8 @@ class SmolcleanComponent(dg.Component, dg.Resolvable):
     stable_ticks: Annotated[int | None, _setting("stable_ticks")] = None
     sensor_interval_s: Annotated[int | None, _setting("sensor_interval_s")] = None
     reclean_cron: Annotated[str | None, _setting("reclean_cron")] = None
+    promote: Annotated[Literal["manual", "auto"] | None, _setting("promote")] = None
+    promote_max_changed_share: Annotated[float | None, _setting("promote_max_changed_share")] = None
 
     def settings(self, project_root: Path | None = None, folder: Path | None = None) -> DatasetSettings:
         """The dataset's settings: relative paths anchored at `project_root` (and `folder` for '@file')."""

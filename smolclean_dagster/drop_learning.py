@@ -31,8 +31,9 @@ def build_drop_learning(s: DatasetSettings) -> dg.AssetsDefinition:
               deps=[cleaned_key(s.name)], kinds={"python"})
     def drop_learning(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         """What the agent learned from this drop: the functions added, changed (same name, new code: merged or
-        extended) and removed, the registry versions and the drop's residual share before and after (the
-        learning flow runs on the drop, then the drop is cleaned again)."""
+        extended) and removed, the registry versions, the module version it made (proposed, or live) and the
+        drop's residual share before and after (the learning flow runs on the drop, then the drop is cleaned
+        again by the live version)."""
         from .learning import learn  # learning builds Definitions through the factory, which imports this module
 
         path = find_drop_file(s, context.partition_key)
@@ -41,6 +42,7 @@ def build_drop_learning(s: DatasetSettings) -> dg.AssetsDefinition:
         context.log.info(f"learning from {path} (registry version {before.version}, {len(before.entries)} functions)")
         outcome = learn(s, path, context.instance, learning_run=context.run.run_id)  # its runs name this one
         changes = registry_changes(before, store.registry.load())
+        version = store.versions.load().latest
         cleaned_after = latest_cleaning(context.instance, s.name, context.partition_key)
         return dg.MaterializeResult(
             metadata={
@@ -50,6 +52,8 @@ def build_drop_learning(s: DatasetSettings) -> dg.AssetsDefinition:
                 "functions_changed": dg.MetadataValue.int(len(changes.changed)),
                 "functions_removed": dg.MetadataValue.int(len(changes.removed)),
                 "changes": dg.MetadataValue.md(changes.markdown()),
+                "module_version": dg.MetadataValue.int(version.number if version else -1),
+                "module_version_state": dg.MetadataValue.text(version.state if version else "no version"),
                 "chunks_analysed": dg.MetadataValue.int(outcome.chunks),
                 "held_out_check": dg.MetadataValue.text("passed" if outcome.validation.passed else "FAILED"),
                 "module": dg.MetadataValue.path(str(outcome.module)),

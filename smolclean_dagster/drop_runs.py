@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from .core.apply import read_module_version
-from .core.export import module_filename
+from .live_module import live_version, times_live
 from .settings import DatasetSettings
 
 #: Every run that learns for a dataset carries this tag (value: the dataset), so only one runs at a time.
@@ -59,7 +58,8 @@ def drop_jobs(s: DatasetSettings, *, deployment_executor: bool = False) -> list[
         dg.define_asset_job(
             clean_job_name(s.name), selection=dg.AssetSelection.assets(cleaned_key(s.name)),
             executor_def=executor,
-            description=f"Clean one drop of {s.name!r} with the current module (launched by the drop folder sensor).",
+            description=f"Clean one drop of {s.name!r} with the live module version, or the version its config names "
+            f"(ops: {s.name}__cleaned_data: config: version); launched by the drop folder sensor.",
         ),
         dg.define_asset_job(
             learn_job_name(s.name), selection=dg.AssetSelection.assets(learning_key(s.name)),
@@ -70,17 +70,16 @@ def drop_jobs(s: DatasetSettings, *, deployment_executor: bool = False) -> list[
 
 
 def current_module_version(s: DatasetSettings) -> int | None:
-    """The registry version of the dataset's exported module; None when there is no module yet."""
-    module = s.module_dir / module_filename(s.name)
-    if not module.is_file():
-        return None
-    version = read_module_version(module.read_text(encoding="utf-8"))
-    return -1 if version is None else version
+    """The registry version of the module drops are cleaned with (the live version); None with no module yet."""
+    return live_version(s)[1]
 
 
-def clean_request(name: str, key: str, fingerprint: str, *, module_version: int | None = None) -> dg.RunRequest:
-    """Clean drop `key` (this version of its file) with the current module."""
+def clean_request(name: str, key: str, fingerprint: str, *, module_version: int | None = None,
+                  times_live: int = 1) -> dg.RunRequest:
+    """Clean drop `key` (this version of its file) with the live module (registry version `module_version`,
+    live for the `times_live`-th time: a version made live again after a rollback cleans the drops again)."""
     version = f":v{module_version}" if module_version is not None else ""
+    version += f"-{times_live}" if module_version is not None and times_live > 1 else ""
     return dg.RunRequest(
         run_key=f"clean:{key}@{fingerprint}{version}", job_name=clean_job_name(name), partition_key=key,
         tags={DROP_TAG: key},

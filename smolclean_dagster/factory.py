@@ -12,6 +12,7 @@ from .drop_learning import build_drop_learning
 from .drop_runs import drop_jobs
 from .io_managers import FramesIOManager, RecordsIOManager
 from .learning_runs import learning_jobs
+from .module_versions import build_approve_job, build_module_version
 from .resources import LLMResource, SandboxResource
 from .schedules import build_reclean_schedule
 from .sensors import build_sensors
@@ -49,16 +50,16 @@ def build_defs(
         "smolclean_sandbox": sandbox or _shared_sandbox(any(s.require_strong_sandbox for s in settings)),
         "smolclean_llm": llm or _no_llm(),
     }
-    jobs: list[dg.UnresolvedAssetJobDefinition] = []
+    jobs: list[dg.UnresolvedAssetJobDefinition | dg.JobDefinition] = []
     sensors: list[dg.SensorDefinition] = []
     schedules: list[dg.ScheduleDefinition] = []
     for s in settings:
         a, c = build_dataset_assets(s)
-        assets += [*a, build_drop_learning(s)]
+        assets += [*a, build_drop_learning(s), build_module_version(s)]
         checks += c
         # Operations: new drops cleaned by a sensor, stale ones by a schedule, dirty ones taught back.
         ops_jobs = drop_jobs(s, deployment_executor=executor is not None)
-        jobs += [*ops_jobs, *learning_jobs(s)]
+        jobs += [*ops_jobs, *learning_jobs(s), build_approve_job(s)]
         sensors += build_sensors(s, ops_jobs)
         schedules.append(build_reclean_schedule(s, ops_jobs[0]))
         resources[f"{s.name}_frames"] = FramesIOManager(storage_dir=str(s.storage_dir), dataset=s.name)

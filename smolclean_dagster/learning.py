@@ -36,7 +36,7 @@ from .core.steps import ChunkTrace, FinalStep
 from .core.storage import DatasetStore
 from .drop_runs import clean_job_name
 from .factory import build_defs
-from .learning_runs import ANALYSE_CHUNK, CHOOSE_CHUNKS, STEPS, learning_tags, new_learning_run_id
+from .learning_runs import ANALYSE_CHUNK, CHOOSE_CHUNKS, EXPORT_MODULE, STEPS, learning_tags, new_learning_run_id
 from .partitions import drops_partitions
 from .settings import DatasetSettings, save_settings
 
@@ -188,7 +188,7 @@ def learn(
                 _ok(run(["registry"], None), "publishing the registry")
             if plan.done or not (pending or grew):
                 break
-    result = run(["registry", "validation", "cleaning_module"], None)
+    result = run(list(EXPORT_MODULE.assets), None)  # ends with the module proposed as a version
     validation = store.load_model("validation", ValidationReport)
     if not validation.passed:
         failed = "; ".join(f"{c.name}: {c.detail}" for c in validation.checks if not c.passed)

@@ -45,8 +45,8 @@ PUBLISH_REGISTRY = LearningStep(
     "learn_publish_registry", ("registry",), "Consolidate and publish the registry after a wave (learning flow)."
 )
 EXPORT_MODULE = LearningStep(
-    "learn_export_module", ("registry", "validation", "cleaning_module"),
-    "Validate the registry on held-out rows and export the module (learning flow).",
+    "learn_export_module", ("registry", "validation", "cleaning_module", "module_version"),
+    "Validate the registry on held-out rows, export the module and propose it as a version (learning flow).",
 )
 STEPS = (READ_DROP, CHOOSE_CHUNKS, ANALYSE_CHUNK, PUBLISH_REGISTRY, EXPORT_MODULE)
 

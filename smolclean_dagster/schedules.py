@@ -1,8 +1,9 @@
-"""The schedule of a dataset: clean again every drop whose cleaned output an older module made.
+"""The schedule of a dataset: clean again every drop whose cleaned output another module version than the live
+one made.
 
 Each cleaning records the module's registry version (`module_version` in the materialization's
-metadata); when the exported module is newer (the agent learned from a drop, or you re-ran `smolclean
-learn`), the drops cleaned before are cleaned again, once per module version (run keys).
+metadata); when another version goes live (approved, promoted, or rolled back to), the drops cleaned
+before are cleaned again, once each time a version goes live (run keys).
 """
 
 from __future__ import annotations
@@ -15,19 +16,20 @@ from .assets import find_drop_file
 from .core.errors import SmolcleanError
 from .core.watch import FileState
 from .drop_runs import clean_request, current_module_version, latest_cleanings
+from .live_module import times_live
 from .partitions import drops_partitions
 from .settings import DatasetSettings
 
 
 def build_reclean_schedule(s: DatasetSettings, clean_job: dg.UnresolvedAssetJobDefinition) -> dg.ScheduleDefinition:
-    """Every `reclean_cron`, request a cleaning of each drop cleaned by an older module version."""
+    """Every `reclean_cron`, request a cleaning of each drop cleaned by another module version than the live one."""
     name = s.name
     drops = drops_partitions(name)
 
     @dg.schedule(
         name=f"{name}_reclean_stale", cron_schedule=s.reclean_cron, job=clean_job,
         default_status=dg.DefaultScheduleStatus.RUNNING,
-        description=f"Cleans again the drops of {name!r} whose cleaned output an older module version made.",
+        description=f"Cleans again the drops of {name!r} whose cleaned output another module version than the live one made.",
     )
     def reclean_stale(context: dg.ScheduleEvaluationContext):
         version = current_module_version(s)
@@ -35,7 +37,7 @@ def build_reclean_schedule(s: DatasetSettings, clean_job: dg.UnresolvedAssetJobD
             return dg.SkipReason(f"no cleaning module for {name!r} yet")
         requests = []
         for cleaning in latest_cleanings(context.instance, name):
-            if cleaning.module_version is None or cleaning.module_version >= version:
+            if cleaning.module_version is None or cleaning.module_version == version:
                 continue
             if not context.instance.has_dynamic_partition(drops.name, cleaning.drop):
                 continue  # the drop was removed from the partitions on purpose
@@ -43,7 +45,8 @@ def build_reclean_schedule(s: DatasetSettings, clean_job: dg.UnresolvedAssetJobD
             if file is None:
                 context.log.info(f"{cleaning.drop}: its file is gone from {s.drops_dir}; not cleaning it again")
                 continue
-            requests.append(clean_request(name, cleaning.drop, FileState.of(file).fingerprint, module_version=version))
+            requests.append(clean_request(name, cleaning.drop, FileState.of(file).fingerprint, module_version=version,
+                                          times_live=times_live(s)))
         if not requests:
             return dg.SkipReason(f"every cleaned drop of {name!r} was made by module version {version}")
         context.log.info(f"cleaning {len(requests)} drop(s) again with module version {version}")

@@ -24,6 +24,7 @@ from .drop_runs import (
     learning_in_progress,
     learning_request,
 )
+from .live_module import times_live
 from .partitions import drops_partitions
 from .settings import DatasetSettings
 
@@ -105,7 +106,7 @@ def build_residual_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinition
     """Learns from drops whose cleaned output fails the residual check, one drop at a time.
 
     Running by default when `learn_on_residual` is "auto", stopped (switch it on in the UI) otherwise.
-    A drop cleaned by an older module is cleaned again first instead; a drop version is learned from at
+    A drop cleaned by another module version than the live one is cleaned again first instead; a drop version is learned from at
     most once, so a drop whose dirt the agent cannot fix does not loop.
     """
     name = s.name
@@ -152,10 +153,11 @@ def _residual_request(context: dg.SensorEvaluationContext, s: DatasetSettings, c
     latest = latest_cleaning(context.instance, s.name, cleaning.drop)
     if latest is not None and latest.storage_id != cleaning.storage_id:
         return None  # cleaned again since; that later cleaning is looked at on its own
-    if version is not None and cleaning.module_version is not None and cleaning.module_version < version:
+    if version is not None and cleaning.module_version is not None and cleaning.module_version != version:
         context.log.info(f"{cleaning.drop}: cleaned by module version {cleaning.module_version}, cleaning it "
-                         f"again with version {version} before learning from it")
-        return clean_request(s.name, cleaning.drop, cleaning.fingerprint, module_version=version)
+                         f"again with the live version {version} before learning from it")
+        return clean_request(s.name, cleaning.drop, cleaning.fingerprint, module_version=version,
+                             times_live=times_live(s))
     if already_learned(context.instance, cleaning.drop, cleaning.fingerprint):
         context.log.info(f"{cleaning.drop}: residual issues remain, but this version was learned from already")
         return None

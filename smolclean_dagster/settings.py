@@ -84,6 +84,17 @@ class DatasetSettings(BaseModel):
     reclean_cron: str = Field(
         default="*/15 * * * *", description="cron of the schedule re-cleaning drops cleaned by an older module"
     )
+    promote: Literal["manual", "auto"] = Field(
+        default="manual",
+        description="how a proposed module version goes live: 'manual' waits for `smolclean approve`, 'auto' "
+        "promotes it when validation passed, no instruction item is open and its shadow check changes less than "
+        "promote_max_changed_share of the cells",
+    )
+    promote_max_changed_share: float = Field(
+        default=0.05, ge=0.0, le=1.0,
+        description="with promote: auto, most share of the sampled cells a proposed version may clean differently "
+        "than the live one and still go live on its own (0.05 = 5%)",
+    )
 
     @field_validator("name")
     @classmethod

@@ -100,3 +100,17 @@ def test_the_prompt_examples_are_not_the_instructed_benchmark_declines():
                                                chunk=pd.DataFrame({"a": ["x"]})))[0]["content"].lower()
     for decline in ("duplicate", "exchange rate", "eur", "sort"):
         assert not re.search(rf"\b{decline}", system), decline
+
+
+def test_every_template_carries_a_version_the_changelog_explains():
+    """A learning run records the template versions it used; each version has its line in prompts/CHANGELOG.md."""
+    from pathlib import Path
+
+    from smolclean_dagster.core.analysts.prompts import template_versions
+
+    versions = template_versions()
+    assert set(versions) == {"analysis", "consolidation"}
+    changelog = (Path(__file__).resolve().parents[1] / "prompts" / "CHANGELOG.md").read_text(encoding="utf-8")
+    for name, version in versions.items():
+        section = changelog[changelog.index(f"## {name}\n"):]
+        assert f"- **{version}**:" in section.split("\n## ")[0], name

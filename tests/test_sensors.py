@@ -312,7 +312,10 @@ def test_new_dirt_in_a_drop_teaches_the_agent_a_new_module_version(tmp_path, ins
     from smolclean_dagster.core.apply import read_module_version
     from smolclean_dagster.learning import learn
 
-    settings = DatasetSettings(name="shipments", workdir=tmp_path / "work", chunk_budget=2, concurrency=1)
+    # promote: auto within its limit: the version learned from the drop goes live on its own (its shadow check
+    # changes about 12% of the sampled cells; test_versions.py has it wait beyond the limit)
+    settings = DatasetSettings(name="shipments", workdir=tmp_path / "work", chunk_budget=2, concurrency=1,
+                               promote="auto", promote_max_changed_share=0.5)
     first = learn(settings, _shipments(tmp_path / "march.csv", 0, status=False), instance)
     module = first.module
     version = read_module_version(module.read_text())
@@ -357,6 +360,9 @@ def test_new_dirt_in_a_drop_teaches_the_agent_a_new_module_version(tmp_path, ins
     assert all(f"removed `{n}`" in changes for n in names_before - names_after)
     assert instance.event_log_storage.get_latest_asset_check_execution_by_key([check])[check].status.value == "SUCCEEDED"
     assert not tick("shipments_learn_on_residual").run_requests
+    history = DatasetStore(settings.storage_dir, "shipments").versions.load()
+    assert [(v.number, v.state) for v in history.versions] == [(1, "retired"), (2, "live")]
+    assert history.changes[-1].by == "policy promote: auto" and "under 50.00%" in history.changes[-1].why
 
     schedule = defs.resolve_schedule_def("shipments_reclean_stale")
     [again] = schedule(dg.build_schedule_context(instance=instance))

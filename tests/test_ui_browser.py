@@ -4,6 +4,7 @@ Playwright opens the asset graph, a chunk partition's trace and the exported mod
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -40,6 +41,13 @@ def ui(tmp_path: Path, messy_csv: Path):
     proc = subprocess.run([*SMOLCLEAN, "learn", str(messy_csv), "--name", "people", "--workdir", str(workdir),
                            "--chunk-size", "10", "--chunk-budget", "2"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
+    with _serving(workdir, tmp_path, ["people", "cleaning_module"]) as base:
+        yield base, workdir
+
+
+@contextlib.contextmanager
+def _serving(workdir: Path, tmp_path: Path, asset: list[str]):
+    """`smolclean ui` on `workdir` until the code location serves `asset`; its address."""
     port = free_port()
     log = (tmp_path / "ui.log").open("w")
     server = subprocess.Popen([*SMOLCLEAN, "ui", "--workdir", str(workdir), "--port", str(port)],
@@ -49,7 +57,7 @@ def ui(tmp_path: Path, messy_csv: Path):
         while True:  # up, and the code location loaded with our assets
             try:
                 nodes = _graphql(port, "{ assetNodes { assetKey { path } } }").get("data", {}).get("assetNodes") or []
-                if any(n["assetKey"]["path"] == ["people", "cleaning_module"] for n in nodes):
+                if any(n["assetKey"]["path"] == asset for n in nodes):
                     break
             except OSError:
                 pass
@@ -58,7 +66,7 @@ def ui(tmp_path: Path, messy_csv: Path):
             time.sleep(1)
         # Without this the UI greets localhost visitors with a "join the community" modal over every page.
         assert _graphql(port, "mutation { setNuxSeen }")["data"]["setNuxSeen"] is True
-        yield f"http://127.0.0.1:{port}", workdir
+        yield f"http://127.0.0.1:{port}"
     finally:
         stop_group(server)
         log.close()
@@ -151,3 +159,42 @@ def test_the_ui_shows_graph_traces_module_and_checks(ui, tmp_path: Path):
             browser.close()
 
     assert all(p.stat().st_size > 10_000 for p in shots.glob("*.png")) and len(list(shots.glob("*.png"))) == 6
+
+
+def _shipments(path: Path, start: int, *, status: bool) -> Path:
+    carriers = ["DHL", "dhl", " UPS", "ups ", "FedEx", "FEDEX"]
+    statuses = [" delivered", "DELIVERED", "in transit ", "In Transit", "lost", "Lost "]
+    rows = ["ref,carrier,weight" + (",status" if status else "")]
+    for i in range(start, start + 150):
+        rows.append(f"S{i:04d},{carriers[i % 6]},{(i % 40) + 0.5} kg" + (f",{statuses[i % 6]}" if status else ""))
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_the_ui_shows_a_proposed_versions_diff(tmp_path: Path):
+    """Learning twice proposes version 2; its page shows it proposed, with the cells it would change."""
+    from playwright.sync_api import sync_playwright
+
+    workdir = tmp_path / "work"
+    for month, start, status in (("march", 0, False), ("april", 1000, True)):
+        proc = subprocess.run([*SMOLCLEAN, "learn", str(_shipments(tmp_path / f"{month}.csv", start, status=status)),
+                               "--name", "shipments", "--workdir", str(workdir), "--chunk-budget", "2",
+                               "--concurrency", "1"], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+    shot = tmp_path / "shadow-diff.png"
+    with _serving(workdir, tmp_path, ["shipments", "module_version"]) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=60_000)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            page.set_default_timeout(30_000)
+            page.goto(f"{base}/assets/shipments/module_version", wait_until="networkidle")
+            page.get_by_text("before (live)").first.wait_for()  # the diff table is short: rendered inline
+            page.screenshot(path=shot)
+            text = page.inner_text("body")
+            assert "proposed" in text and "shadow_changed_share" in text
+            diff = text[text.index("shadow_diff"):text.index("shadow_cells")]
+            assert "cleaned differently than by live version 1" in diff and "after (proposed)" in diff
+            assert re.search(r'status\s+"DELIVERED"\s+"delivered"', diff)  # a cell before -> after, per function
+        finally:
+            browser.close()
+    assert shot.stat().st_size > 10_000

@@ -11,6 +11,7 @@ from .plan import ChunkPlan
 from .quality import ValidationReport
 from .registry import Registry
 from .steps import ChunkTrace
+from .trajectory import LearningMetrics
 
 
 def _md(text: object) -> str:
@@ -32,6 +33,7 @@ def render_report(
     chart: Path | None = None,
     items: tuple[InstructionItem, ...] = (),
     reads_instructions: bool = True,
+    metrics: LearningMetrics | None = None,
 ) -> str:
     """The report as markdown: the instructions and how each was carried out, functions with provenance
     and examples, validation and quality (with the chart), LLM use, and which chunks were analysed and why."""
@@ -88,6 +90,8 @@ def render_report(
                     "|---|---|---|---|"]
             out += [f"| `{c}` | {s.step} | `{_md(s.query)}` | {_md((s.query_result or '')[:160])} |" for c, s in asked]
             out.append("")
+    if metrics is not None:
+        out += learning_run_section(metrics)
     for plan in plans:
         chosen = [c for c in plan.chunks if c.reason]
         out += ["", f"## Chunks of `{plan.drop}`", "", f"{plan.rows} rows in {len(plan.chunks)} chunks; "
@@ -131,6 +135,22 @@ def changes_section(validation: ValidationReport, registry: Registry) -> list[st
         out += ["", "Taken out of the module by validation (the module is exported with what holds):", ""]
         out += [f"- `{d.name}`: {_md(d.reason)}" for d in registry.dropped]
     return out
+def learning_run_section(metrics: LearningMetrics) -> list[str]:
+    """The report's "Learning run" section: what the run that exported this module cost and did."""
+    rejected = ", ".join(f"{k}: {v}" for k, v in sorted(metrics.rejections.items())) or "none"
+    prompts = ", ".join(f"{k} v{v}" for k, v in sorted(metrics.prompts.items())) or "-"
+    return ["", "## Learning run", "", "| figure | value |", "|---|---|",
+            f"| analyst calls (cached) | {metrics.calls} ({metrics.cached_calls}) |",
+            f"| prompt / completion tokens | {metrics.prompt_tokens} / {metrics.completion_tokens} |",
+            f"| cost | ${metrics.cost_usd:.4f} |",
+            f"| wall time | {metrics.seconds:.1f} s |",
+            f"| steps / accepted functions | {metrics.steps} / {metrics.accepted} ({metrics.steps_per_accepted} per function) |",
+            f"| rejections by reason | {_md(rejected)} |",
+            f"| unusable replies | {metrics.unusable_replies} |",
+            f"| instruction items served / declined / open | {metrics.items_served} / {metrics.items_declined} / "
+            f"{metrics.items_open} |",
+            f"| cells changed on held-out rows | {metrics.cells_changed} |",
+            f"| prompt templates | {prompts} |"]
 
 
 def left_section(validation: ValidationReport) -> list[str]:
@@ -151,12 +171,14 @@ def write_report(
     traces: list[ChunkTrace] = (),  # type: ignore[assignment]
     items: tuple[InstructionItem, ...] = (),
     reads_instructions: bool = True,
+    metrics: LearningMetrics | None = None,
 ) -> Path:
     """Write `report.md` (and `quality.png` when there is a validation) beside the module, atomically."""
     out_dir = Path(out_dir)
     chart = write_chart(validation, out_dir / "quality.png") if validation and validation.quality else None
     path = out_dir / "report.md"
-    write_atomic(path, render_report(registry, validation, plans, traces, chart, items, reads_instructions))
+    write_atomic(path, render_report(registry, validation, plans, traces, chart, items, reads_instructions,
+                                         metrics))
     return path
 
 

@@ -18,6 +18,7 @@ from .errors import SmolcleanError
 from .files import write_atomic
 from .registry import RegistryStore
 from .sandbox.wire import frame_to_table, table_to_frame
+from .versions import VersionStore
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -38,6 +39,11 @@ class DatasetStore:
     def registry(self) -> RegistryStore:
         """The working registry: chunk steps accept functions into it as they go."""
         return RegistryStore(self.root / "working_registry.json", self.dataset)
+
+    @property
+    def versions(self) -> VersionStore:
+        """The module versions: which one is live, the proposed ones, and every change of state."""
+        return VersionStore(self.root / "versions", self.dataset)
 
     def path(self, name: str, partition: str | None, ext: str) -> Path:
         return self.root / name / f"{partition or '_'}.{ext}"

@@ -93,6 +93,31 @@ def load_template(name: str) -> dict[str, jinja2.Template]:
     return {part: env.from_string(data[part]) for part in ("system", "user")}
 
 
+@cache
+def template_version(name: str) -> str:
+    """The `version` that `prompts/<name>.yaml` carries (see prompts/CHANGELOG.md)."""
+    source = resources.files("smolclean_dagster.prompts") / f"{name}.yaml"
+    try:
+        version = yaml.safe_load(source.read_text(encoding="utf-8")).get("version")
+    except (OSError, yaml.YAMLError, AttributeError) as exc:
+        raise AnalystError(f"prompt template prompts/{name}.yaml cannot be read: {exc}; reinstall the package") from exc
+    if version is None:
+        raise AnalystError(f"prompt template prompts/{name}.yaml has no `version`; give it one (prompts/CHANGELOG.md)")
+    return str(version)
+
+
+def template_versions() -> dict[str, str]:
+    """The version of every prompt template, by name: what a learning run records it used.
+
+    Example:
+        >>> sorted(template_versions())
+        ['analysis', 'consolidation']
+    """
+    folder = resources.files("smolclean_dagster.prompts")
+    names = sorted(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
+    return {name: template_version(name) for name in names}
+
+
 def render(name: str, **context: Any) -> Messages:
     """The chat messages of template `name` filled with `context` (a missing variable is an error)."""
     try:
