@@ -222,3 +222,14 @@ def test_dates_with_several_utc_offsets_are_read_not_a_crash():
     drop = pd.DataFrame({"id": [str(i) for i in range(len(values))], "timestamp": values}, dtype=object)
     finding = [f for f in detect_issues(drop) if f.kind == "date_format"]
     assert finding and finding[0].params["first"] == "2024-03-01" and finding[0].params["round_trip"] == 1.0
+
+
+def test_decoding_debris_stays_unless_asked_and_a_spelling_on_many_rows_stays():
+    titles = ["Effet d'une intervention non m\u0329dicamenteuse", "Bruxismo em crian\u0324as"] + [f"Title {i}" for i in range(60)]
+    languages = ["eng"] * 200 + ["ENG"] * 23 + ["Eng"]
+    drop = pd.DataFrame({"title": titles + [f"More {i}" for i in range(len(languages) - len(titles))],
+                         "language": languages}, dtype=object)
+    clean, names = module_of(drop)
+    out = clean(drop)
+    assert changed(drop, out, "title") == {}, names
+    assert changed(drop, out, "language") == {"Eng": "eng"}, names

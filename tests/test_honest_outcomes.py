@@ -17,7 +17,8 @@ SMOLCLEAN = [sys.executable, "-m", "smolclean_dagster.cli"]
 def cleaned_drop(rows: int = 200) -> pd.DataFrame:
     """A cleaned drop of twenty clean columns and one state column the module did not fix everywhere."""
     frame = pd.DataFrame({f"c{j}": [f"v{(i * 7 + j) % 13}" for i in range(rows)] for j in range(20)}, dtype=object)
-    frame["state"] = ["IL", "TX", "CA", "NY", "WA"] * (rows // 5)
+    codes = ["IL", "TX", "CA", "NY", "WA", "OR", "NV", "UT", "AZ", "NM", "CO", "GA", "OH"]
+    frame["state"] = [codes[i % len(codes)] for i in range(rows)]
     return frame
 
 

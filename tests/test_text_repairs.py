@@ -52,7 +52,10 @@ def test_each_repair_fixes_its_dirt_and_keeps_the_rest(kind: str, dtype: object)
     frame = pd.DataFrame({"col": pd.Series(dirty, dtype=dtype, index=index), "other": ["keep"] * len(dirty)}, index=index)
     findings = tuple(f for f in detect_issues(frame) if f.kind == kind)
     assert findings, f"the {kind} detector found nothing"
-    proposal = RulesAnalyst().propose(AnalysisRequest(dataset="d", chunk_id="c", step=1, chunk=frame, findings=findings))
+    # the letters decoding debris stands for are lost: the rule removes it only when the user asks
+    asked = "Remove the debris of a wrong decoding." if kind == "broken_text" else ""
+    proposal = RulesAnalyst().propose(AnalysisRequest(dataset="d", chunk_id="c", step=1, chunk=frame, findings=findings,
+                                                      instructions=asked))
     fn = proposal.function
     check_function(fn.code)
     out = load(fn)(frame)

@@ -115,6 +115,20 @@ def asks_for_plain_numbers(instructions: str) -> bool:
     return bool(_PLAIN_NUMBERS.search(instructions or ""))
 
 
+def asks_to_remove_debris(instructions: str) -> bool:
+    """Whether the user's instructions ask for the debris of a wrong decoding to be removed ("remove the
+    replacement characters", "strip broken characters", "fix mojibake"): the letters it stands for are lost,
+    so without that the cells are left and reported.
+
+    Example:
+        >>> asks_to_remove_debris("Remove broken characters from titles."), asks_to_remove_debris("Trim names.")
+        (True, False)
+    """
+    return bool(_DEBRIS.search(instructions or ""))
+
+
+_DEBRIS = re.compile(r"\b(?:debris|broken characters?|replacement characters?|mojibake|garbled|encoding)\b",
+                     re.IGNORECASE)
 _PLAIN_NUMBERS = re.compile(
     r"\b(?:without (?:the |their |any )?units?|(?:strip|remove|drop)\w* (?:the |their |all |any )?units?|"
     r"plain numbers?|bare numbers?)\b", re.IGNORECASE)

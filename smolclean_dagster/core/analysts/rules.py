@@ -43,7 +43,7 @@ from ..findings import Finding
 from ..functions import CleaningFunction, RuleSpec
 from ..profile import detect_issues
 from .base import AnalysisRequest, Issue, Proposal
-from .drop_findings import asks_for_plain_numbers, drop_findings
+from .drop_findings import asks_for_plain_numbers, asks_to_remove_debris, drop_findings
 
 log = logging.getLogger("smolclean.analysts.rules")
 
@@ -110,6 +110,8 @@ def _case(found: list[Finding], refined: list[Finding | None], columns: list[Col
     exceptions = dict(sorted(exceptions.items())[: case_variants.MAX_EXCEPTIONS])
     letters, keep = params["letters"], params["keep"]
     pairs = [(v, case_variants.fix(v, convention, exceptions, letters, keep)) for v in f.examples]
+    if all(v == w for v, w in pairs):
+        return None  # the drop keeps what the chunk flags (a spelling many of its rows use): nothing to do
     examples = ", ".join(f"{v!r} -> {w!r}" for v, w in pairs[:2] if v != w) or "see the table"
     share = f"{round(100 * case_variants.CONVENTION_SHARE)}% or more"
     return {"column": f.column, "convention": convention, "exceptions": exceptions, "examples": examples, "share": share,
@@ -305,6 +307,10 @@ class RulesAnalyst:
             context = rule.context(found, refined, columns)
             if context is None:
                 log.debug("rules: nothing safe to do for %s on %s", rule.kind, [f.column for f in found])
+                continue
+            if rule.kind == broken_text.KIND and not asks_to_remove_debris(request.instructions):
+                # the characters the debris stands for are lost: no value is evidently right, so the cell stays
+                # (and is reported) unless the user asks for the debris to go
                 continue
             if rule.kind == number_format.KIND and not _numbers_wanted((refined[0] or found[0]).params, request):
                 log.debug("rules: numbers of %s are written in the column's own form", found[0].column)

@@ -34,8 +34,12 @@ MIN_CONVENTION_CELLS = 10
 #: for the next value.
 MIN_CONVENTION_VALUES, CONVENTION_VALUE_SHARE = 12, 0.8
 #: A spelling the rule would rewrite is kept when it is frequent: this many cells and this share of the column,
-#: or more than 1/SPELLING_RATIO of the cells of the spelling it would become ("new york" 30 beside "New York" 40).
+#: or more than 1/SPELLING_RATIO of the cells of the column's spelling it would become ("new york" 30 beside
+#: "New York" 40).
 FREQUENT_CELLS, FREQUENT_SHARE, SPELLING_RATIO = 3, 0.1, 3
+#: A spelling written on this many rows was written on purpose by whoever exported them ("ENG" on 23 rows
+#: beside "eng" on 900): it is never rewritten, whatever the column's convention.
+KEEP_CELLS = 5
 #: Exceptions kept at most, the most frequent first: the table stays reviewable and bounded.
 MAX_EXCEPTIONS = 300
 #: In a lower- or title-case column an all-capitals value is rewritten only when it has a word this long:
@@ -207,8 +211,10 @@ def _kept(keys: dict[str, dict[str, int]], table: dict[str, str], convention: st
             target = table.get(key) or (convert(value, convention) if convention else value)
             if target == value:
                 continue
-            frequent = n >= FREQUENT_CELLS and n >= FREQUENT_SHARE * cells
-            if frequent or n * SPELLING_RATIO > spellings.get(target, 0) and n >= FREQUENT_CELLS:
+            common = n >= FREQUENT_SHARE * cells
+            # beside the spelling it would become, a spelling is frequent unless that one is far more common
+            rivals = target in spellings and n * SPELLING_RATIO > spellings[target]
+            if n >= KEEP_CELLS or n >= FREQUENT_CELLS and (common or rivals):
                 kept.append(value)
     return tuple(sorted(kept))
 

@@ -61,7 +61,9 @@ MAX_PAIR_DUPLICATES = 0.01
 MIN_SOURCES_PER_ENTITY = 3
 #: A source reports on many entities (rows per source), and there are fewer sources than entities.
 MIN_REPORTS_PER_SOURCE = 10
-SOURCE_AGREEMENT, SOURCE_KEY_SHARE, SOURCE_COVER = 0.4, 0.3, 0.1
+#: Do no harm: a voted value needs a clear majority of the independent sources (sources disagree by nature,
+#: and a weak plurality is often a group of copies the copy test missed).
+SOURCE_AGREEMENT, SOURCE_KEY_SHARE, SOURCE_COVER = 0.6, 0.6, 0.1
 #: Two sources are copies when they agree on this share of (at least 10) shared cells.
 COPY_SIMILARITY = 0.99
 #: Non-default implies value: rows with A off its usual value, and the share of them B must agree on.
