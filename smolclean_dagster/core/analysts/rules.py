@@ -110,7 +110,8 @@ def _case(found: list[Finding], refined: list[Finding | None], columns: list[Col
     exceptions = dict(sorted(exceptions.items())[: case_variants.MAX_EXCEPTIONS])
     letters, keep = params["letters"], params["keep"]
     pairs = [(v, case_variants.fix(v, convention, exceptions, letters, keep)) for v in f.examples]
-    if all(v == w for v, w in pairs):
+    (column,) = columns
+    if all(case_variants.fix(v, convention, exceptions, letters, keep) == v for v in column.meaningful):
         return None  # the drop keeps what the chunk flags (a spelling many of its rows use): nothing to do
     examples = ", ".join(f"{v!r} -> {w!r}" for v, w in pairs[:2] if v != w) or "see the table"
     share = f"{round(100 * case_variants.CONVENTION_SHARE)}% or more"
