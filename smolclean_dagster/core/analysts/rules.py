@@ -111,7 +111,7 @@ def _case(found: list[Finding], refined: list[Finding | None], columns: list[Col
     letters, keep = params["letters"], params["keep"]
     pairs = [(v, case_variants.fix(v, convention, exceptions, letters, keep)) for v in f.examples]
     (column,) = columns
-    if all(case_variants.fix(v, convention, exceptions, letters, keep) == v for v in column.meaningful):
+    if all(case_variants.fix(v, convention, exceptions, letters, keep) == v for v in (*column.meaningful, *f.examples)):
         return None  # the drop keeps what the chunk flags (a spelling many of its rows use): nothing to do
     examples = ", ".join(f"{v!r} -> {w!r}" for v, w in pairs[:2] if v != w) or "see the table"
     share = f"{round(100 * case_variants.CONVENTION_SHARE)}% or more"
