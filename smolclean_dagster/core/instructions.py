@@ -182,5 +182,6 @@ def stop_reason(states: Iterable[ItemState], *, selection: str, said_clean: bool
     if selection and selection not in ("done", "no new dirt"):
         parts.append(selection)
     elif not parts or selection == "no new dirt":
-        parts.append("no new dirt left for the detectors")
+        # not "no dirt left": what the analysed chunks showed and the module could not fix is listed above
+        parts.append("no chunk left showing dirt the analysed chunks had not shown")
     return ", ".join(parts)
