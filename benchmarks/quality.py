@@ -370,10 +370,10 @@ def report(runs: list[Run], machine: dict, options: dict) -> str:
         kind, goal = TARGETS.get(r.dataset, (None, None))
         got = (e if kind == "exact" else i).f1 if kind else None
         nxt = r.next_drop.exact.f1 if r.next_drop else None
-        nxt_p = r.next_drop.exact.precision if r.next_drop else None
+        nxt_p = _precision(r.next_drop.exact) if r.next_drop else None
         same = r.whole_on_second_half.exact.f1 if r.whole_on_second_half else None
-        held = e.precision >= PRECISION_BAR and (r.next_drop is None or nxt_p >= PRECISION_BAR)
-        rows.append([r.dataset, f"{r.rows}x{r.columns}", e.errors, e.changes, e.precision, e.recall, e.f1,
+        held = _holds(e) and (r.next_drop is None or _holds(r.next_drop.exact))
+        rows.append([r.dataset, f"{r.rows}x{r.columns}", e.errors, e.changes, _precision(e), e.recall, e.f1,
                      None if r.next_drop is None else r.next_drop.exact.changes, nxt_p, nxt, same,
                      "yes" if held else "NO", i.precision, i.recall, i.f1,
                      f"{kind} >= {goal}: {'met' if got >= goal else 'NOT met'}" if kind else "-",
@@ -396,6 +396,15 @@ def report(runs: list[Run], machine: dict, options: dict) -> str:
     settings = ", ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in options.items())
     return (f"Machine: {describe_machine(machine)}\nSettings: analyst=rules, {settings}\n\n{ours}\n\n{beside}\n"
             "(next drop: learned from the first half of the rows, scored on the second half)")
+
+
+def _precision(score: Score) -> float | str:
+    """Precision, or "-" when nothing was changed (no change can be wrong, and none is right)."""
+    return score.precision if score.changes else "-"
+
+
+def _holds(score: Score) -> bool:
+    return not score.changes or score.precision >= PRECISION_BAR
 
 
 def _size_note(name: str, rows: int) -> str:
