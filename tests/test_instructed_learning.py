@@ -241,7 +241,8 @@ def test_two_runs_at_concurrency_two_give_the_same_module(tmp_path):
         text = outcome.module.read_text(encoding="utf-8")
         modules.append(re.sub(r"Updated: .*", "", text))
     assert modules[0] == modules[1]
-    assert all(f"def {n}(" in modules[0] for n in ("strip_name", "city_title", "score_nulls"))
+    assert all(f"def {n}(" in modules[0] for n in ("strip_name", "score_nulls")), \
+        re.findall(r"^def (\w+)", modules[0], re.MULTILINE)
 
 
 def test_a_value_the_user_names_may_become_null_and_one_no_item_names_is_still_sent_back(tmp_path, sandbox):
