@@ -114,8 +114,9 @@ def test_no_valid_value_is_made_worse(learned):
     assert _text(cleaned.loc[dirty["monthly_spend"] == "", "monthly_spend"]) == [None, None], "never filled unasked"
     missing = cleaned.loc[dirty["email"].isin(["N/A", ""]), "email"]
     assert len(missing) == 7 and missing.isna().all(), "N/A and '' come out as the same null, not '' beside null"
-    spellings = set(cleaned["active"])
-    assert len(spellings) == 2 and len({s.islower() for s in spellings}) == 1, spellings
+    # "True", "false" and "true" are each written on hundreds of rows: no rule rewrites a spelling that common
+    frequent = dirty["active"].isin(["True", "false", "true"])
+    assert cleaned.loc[frequent, "active"].tolist() == dirty.loc[frequent, "active"].tolist()
 
 
 def test_each_function_says_how_many_cells_it_changed_and_why(learned):
