@@ -7,9 +7,10 @@ city holding forty rows swapped for another) is doing harm, whatever its code sa
 measures this on held-out rows and sends such a function back with the numbers (a rule's is dropped).
 
 Which changes count as hitting a valid value (`looks_valid`):
-- the same value in another spelling or another value of the same form, when the old value is common in its
-  column (at least `COMMON_CELLS` rows, and at least 1/`RARER` of the new value's rows): a typo is rare, a
-  value forty rows hold is not;
+- another value of the same form, when the old value is common in its column (at least `COMMON_CELLS` rows,
+  and at least 1/`RARER` of the new value's rows): a typo is rare, a value forty rows hold is not;
+- the same value in another case, when the old spelling is common and at least as common as the new one
+  ("CEO" on forty rows -> "ceo" on five);
 - any value written in the column's dominant form (the shape `DOMINANT_SHAPE` of its cells share), moved
   out of it ("2012/01/01" -> "2012-01-01" where every date reads "2012/01/01").
 A spelling of "no value" ("N/A", "") never counts: making it a null is a representation, not a loss. The
@@ -101,8 +102,11 @@ class ValueCounts:
             return False
         counts = self.values.get(column, Counter())
         old_key, new_key = old.strip(), (new or "").strip()
-        common = counts[old_key] >= COMMON_CELLS and counts[old_key] * RARER >= counts[new_key]
-        if common and (shape(old_key) == shape(new_key) or old_key.casefold() == new_key.casefold()):
+        if old_key.casefold() == new_key.casefold():  # another case: harm when it rewrites the more common spelling
+            if counts[old_key] >= COMMON_CELLS and counts[old_key] >= counts[new_key]:
+                return True
+        elif counts[old_key] >= COMMON_CELLS and counts[old_key] * RARER >= counts[new_key] \
+                and shape(old_key) == shape(new_key):
             return True
         form = self.dominant(column) if forms else None
         return form is not None and shape(old_key) == form and shape(new_key) != form
