@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from .detectors.boolean_spellings import SPELLINGS
 from .detectors.cells import is_null_token
 from .validate import as_text, changed_cells
 
@@ -102,6 +103,8 @@ class ValueCounts:
             return False
         counts = self.values.get(column, Counter())
         old_key, new_key = old.strip(), (new or "").strip()
+        if old_key == new_key or _same_boolean(old_key, new_key):  # the same value, written another way
+            return False
         if old_key.casefold() == new_key.casefold():  # another case: harm when it rewrites the more common spelling
             if counts[old_key] >= COMMON_CELLS and counts[old_key] >= counts[new_key]:
                 return True
@@ -110,6 +113,12 @@ class ValueCounts:
             return True
         form = self.dominant(column) if forms else None
         return form is not None and shape(old_key) == form and shape(new_key) != form
+
+
+def _same_boolean(old: str, new: str) -> bool:
+    """True when both spell the same yes/no value ("yes" and "true")."""
+    a, b = SPELLINGS.get(old.casefold()), SPELLINGS.get(new.casefold())
+    return a is not None and b is not None and a[1] == b[1]
 
 
 @dataclass(frozen=True)

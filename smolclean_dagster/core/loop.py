@@ -274,7 +274,9 @@ def _harm_or_conflict(fn: CleaningFunction, registry: Registry, holdout: pd.Data
         return None
     after = runner.run(fn.code, holdout, entry=fn.name, timeout_s=settings.timeout_s)
     counts = _value_counts(registry, reference, runner)
-    damage = harm.estimate(holdout, after, counts, forms=not settings.instructions.strip())
+    # The gate judges values; a value moved out of its column's usual form is counted in the report's table
+    # (validation) but not sent back here: the prompt's default already asks for the column's own form.
+    damage = harm.estimate(holdout, after, counts, forms=False)
     if damage.harmful and not asked:
         return (f"it would do harm on the held-out rows: {damage.describe()}; change only values that are evidently "
                 "wrong (rare beside a common spelling, or off the column's usual form) and leave the rest")
