@@ -143,7 +143,6 @@ def learning_run_section(metrics: LearningMetrics) -> list[str]:
             f"| analyst calls (cached) | {metrics.calls} ({metrics.cached_calls}) |",
             f"| prompt / completion tokens | {metrics.prompt_tokens} / {metrics.completion_tokens} |",
             f"| cost | ${metrics.cost_usd:.4f} |",
-            f"| wall time | {metrics.seconds:.1f} s |",
             f"| steps / accepted functions | {metrics.steps} / {metrics.accepted} ({metrics.steps_per_accepted} per function) |",
             f"| rejections by reason | {_md(rejected)} |",
             f"| unusable replies | {metrics.unusable_replies} |",
