@@ -108,7 +108,7 @@ def test_a_drop_teaches_a_proposed_version_that_cleans_nothing_until_approved(tm
     assert md["state"].value == "proposed" and md["version"].value == 2
     assert md["shadow_changed_share"].value > 0.01 and md["shadow_cells_changed"].value > 0
     diff = md["shadow_diff"].value
-    assert "| function | cells |" in diff and "`\"DELIVERED\"` | `\"delivered\"`" in diff
+    assert "| function | cells |" in diff and "`\"Lost \"` | `\"Lost\"`" in diff
     assert md["run_steps"].value > 0 and "run_prompt_tokens" in md and md["prompt_versions"].value
     assert "proposed" in md["history"].value
 
@@ -119,7 +119,7 @@ def test_a_drop_teaches_a_proposed_version_that_cleans_nothing_until_approved(tm
     run(clean.job_name, clean.partition_key, clean.tags)
     assert cleaned_by("may.csv") == 1
     may = settings.cleaned_path("may.csv")
-    assert "DELIVERED" in set(pd.read_parquet(may)["status"])
+    assert "Lost " in set(pd.read_parquet(may)["status"])
 
     # approving in the UI (the job takes the version) makes version 2 live; the schedule cleans the drops again
     run("shipments_approve_version", config={"ops": {"shipments_approve": {"config": {"version": 2, "reason": "ok"}}}})
@@ -129,7 +129,7 @@ def test_a_drop_teaches_a_proposed_version_that_cleans_nothing_until_approved(tm
     request = next(r for r in reclean if r.partition_key == "may.csv")
     run(request.job_name, request.partition_key, request.tags)
     assert cleaned_by("may.csv") == 2
-    assert not {"DELIVERED", " delivered"} & set(pd.read_parquet(may)["status"])
+    assert not {"Lost ", " delivered"} & set(pd.read_parquet(may)["status"])
     observed = instance.fetch_observations(VERSION, limit=1).records[0].asset_observation
     assert "ok" in observed.metadata["history"].value and observed.metadata["state"].value == "live"
 
@@ -160,7 +160,7 @@ def test_the_commands_learn_twice_list_approve_and_roll_back(tmp_path):
     assert "   2  proposed" in listed.stdout and "   1  live" in listed.stdout
     assert "drop april.csv" in listed.stdout and "shadow: " in listed.stdout and "learning: " in listed.stdout
     diff = smolclean("versions", "shipments", "--diff", "2")
-    assert diff.returncode == 0 and '"DELIVERED" -> "delivered"' in diff.stdout
+    assert diff.returncode == 0 and '"Lost " -> "Lost"' in diff.stdout
 
     approved = smolclean("approve", "shipments", "2")
     assert approved.returncode == 0 and "version 2 of shipments is live" in approved.stdout
@@ -168,7 +168,7 @@ def test_the_commands_learn_twice_list_approve_and_roll_back(tmp_path):
                               str(workdir), "-o", str(tmp_path / "out.csv"), "--workers", "1"],
                              capture_output=True, text=True, timeout=120)
     assert applied.returncode == 0 and "module: version 2 of 'shipments'" in applied.stdout
-    assert "DELIVERED" not in (tmp_path / "out.csv").read_text()
+    assert "Lost \n" not in (tmp_path / "out.csv").read_text()
 
     rolled = smolclean("rollback", "shipments")
     assert rolled.returncode == 0 and "version 1 of shipments is live again" in rolled.stdout
