@@ -114,9 +114,12 @@ def test_no_valid_value_is_made_worse(learned):
     assert _text(cleaned.loc[dirty["monthly_spend"] == "", "monthly_spend"]) == [None, None], "never filled unasked"
     missing = cleaned.loc[dirty["email"].isin(["N/A", ""]), "email"]
     assert len(missing) == 7 and missing.isna().all(), "N/A and '' come out as the same null, not '' beside null"
-    # "True", "false" and "true" are each written on hundreds of rows: no rule rewrites a spelling that common
-    frequent = dirty["active"].isin(["True", "false", "true"])
-    assert cleaned.loc[frequent, "active"].tolist() == dirty.loc[frequent, "active"].tolist()
+    # a yes/no value may be respelled ("True" -> "true"), never turned into the other value
+    truth = {"true": True, "false": False, "yes": True, "no": False, "y": True, "n": False, "1": True, "0": False}
+    known = dirty["active"].str.strip().str.lower().isin(list(truth))
+    before = dirty.loc[known, "active"].str.strip().str.lower().map(truth)
+    after = cleaned.loc[known, "active"].str.strip().str.lower().map(truth)
+    assert before.tolist() == after.tolist()
 
 
 def test_each_function_says_how_many_cells_it_changed_and_why(learned):
