@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from local_servers import free_port, stop_group
+from test_sensors import _shipments
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SMOLCLEAN = [sys.executable, "-m", "smolclean_dagster.cli"]
@@ -158,16 +159,6 @@ def test_the_ui_shows_graph_traces_module_and_checks(ui, tmp_path: Path):
             browser.close()
 
     assert all(p.stat().st_size > 10_000 for p in shots.glob("*.png")) and len(list(shots.glob("*.png"))) == 6
-
-
-def _shipments(path: Path, start: int, *, status: bool) -> Path:
-    carriers = ["DHL", "dhl", " UPS", "ups ", "FedEx", "FEDEX"]
-    statuses = [" delivered", "DELIVERED", "in transit ", "In Transit", "lost", "Lost "]
-    rows = ["ref,carrier,weight" + (",status" if status else "")]
-    for i in range(start, start + 150):
-        rows.append(f"S{i:04d},{carriers[i % 6]},{(i % 40) + 0.5} kg" + (f",{statuses[i % 6]}" if status else ""))
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return path
 
 
 def test_the_ui_shows_a_proposed_versions_diff(tmp_path: Path):
