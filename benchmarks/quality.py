@@ -2,6 +2,8 @@
 (zero labels), scored cell by cell beside the published numbers of other systems.
 
 Run: `python benchmarks/quality.py [--datasets beers hospital] [--data DIR ...] [--keep DIR] [--instructions TEXT]`.
+With a model: `--model openai/agent --api-base http://127.0.0.1:8765/v1 [--llm-log QUEUE/log.jsonl]` learns with
+the hybrid analyst (the model decides every step) and counts its calls and tokens from the endpoint's log.
 
 For every dataset folder (dirty.csv + clean.csv) under ../shared/benchmarks/data and ../shared/benchmarks/zeroed
 (the same tables with another generator's errors; shown as "zeroed/<name>") it learns a module with
@@ -42,6 +44,7 @@ import argparse
 import datetime as dt
 import html
 import itertools
+import json
 import logging
 import re
 import shutil
@@ -295,6 +298,8 @@ class Run:
     next_drop: DatasetScore | None = None
     next_drop_functions: list[str] = field(default_factory=list)
     next_drop_seconds: float = 0.0
+    #: Model calls and tokens of each learning run (whole file, next drop), read off the endpoint's log.
+    usage: dict = field(default_factory=dict)
 
 
 def learn_and_score(folder: Path, workdir: Path, options: dict) -> Run:
@@ -303,7 +308,7 @@ def learn_and_score(folder: Path, workdir: Path, options: dict) -> Run:
     from smolclean_dagster.settings import DatasetSettings
 
     name = label(folder)
-    settings = DatasetSettings(name=folder.name, workdir=workdir, analyst="rules", **options)
+    settings = DatasetSettings(name=folder.name, workdir=workdir, **_analyst(options))
     started = time.perf_counter()
     outcome = learn(settings, folder / "dirty.csv", log_level="ERROR")
     seconds = time.perf_counter() - started
@@ -335,7 +340,7 @@ def next_drop(folder: Path, workdir: Path, options: dict, run: Run) -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     dirty.iloc[:half].to_csv(first, index=False)
     dirty.iloc[half:].to_csv(second, index=False)
-    settings = DatasetSettings(name=folder.name, workdir=workdir / "work", analyst="rules", **options)
+    settings = DatasetSettings(name=folder.name, workdir=workdir / "work", **_analyst(options))
     started = time.perf_counter()
     outcome = learn(settings, first, log_level="ERROR")
     sandbox = Sandbox()
@@ -348,6 +353,26 @@ def next_drop(folder: Path, workdir: Path, options: dict, run: Run) -> None:
     run.next_drop_functions = _function_names(settings)
     tail = [f.iloc[half:].reset_index(drop=True) for f in (dirty, clean)]
     run.next_drop = score_frames(*tail, cleaned_as_text(out))
+
+
+def _analyst(options: dict) -> dict:
+    """Settings of the analyst: the rules, or with a model the hybrid analyst (the model decides every step)."""
+    return {"analyst": "hybrid" if options.get("model") else "rules", "llm_timeout_s": 3600.0, **options}
+
+
+def llm_usage(log: Path | None, since: int) -> dict:
+    """Calls and estimated tokens the endpoint logged after its first `since` lines (file_llm_server's log)."""
+    if log is None or not log.exists():
+        return {}
+    lines = [json.loads(line) for line in log.read_text().splitlines()[since:] if line.strip()]
+    return {"calls": len(lines), "answered_from_cache": sum(1 for r in lines if r.get("source") == "cache"),
+            "prompt_tokens": sum(r.get("prompt_tokens", 0) for r in lines),
+            "completion_tokens": sum(r.get("completion_tokens", 0) for r in lines),
+            "largest_prompt_tokens": max((r.get("prompt_tokens", 0) for r in lines), default=0)}
+
+
+def _log_lines(log: Path | None) -> int:
+    return len(log.read_text().splitlines()) if log is not None and log.exists() else 0
 
 
 def label(folder: Path) -> str:
@@ -389,12 +414,13 @@ def report(runs: list[Run], machine: dict, options: dict) -> str:
     names = [r.dataset for r in runs]
     headers = [f"{n} ({_size_note(n, r.rows)})" if n in PUBLISHED_ROWS else n for n, r in zip(names, runs)]
     published = [[system, *[scores.get(n) for n in names]] for system, scores in PUBLISHED.items()]
-    published.insert(0, ["smolclean, rules, 0 labels: exact F1, whole file", *[r.score.exact.f1 for r in runs]])
-    published.insert(1, ["smolclean, rules, 0 labels: exact F1, next drop",
+    who = options.get("analyst", "rules")
+    published.insert(0, [f"smolclean, {who}, 0 labels: exact F1, whole file", *[r.score.exact.f1 for r in runs]])
+    published.insert(1, [f"smolclean, {who}, 0 labels: exact F1, next drop",
                          *[r.next_drop.exact.f1 if r.next_drop else None for r in runs]])
     beside = table(["F1 of error correction", *headers], published)
     settings = ", ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in options.items())
-    return (f"Machine: {describe_machine(machine)}\nSettings: analyst=rules, {settings}\n\n{ours}\n\n{beside}\n"
+    return (f"Machine: {describe_machine(machine)}\nSettings: {settings}\n\n{ours}\n\n{beside}\n"
             "(next drop: learned from the first half of the rows, scored on the second half)")
 
 
@@ -424,6 +450,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=None, help="chunks at once (default: the setting's)")
     parser.add_argument("--no-write", action="store_true", help="print only; do not write results/quality.json")
     parser.add_argument("--no-next-drop", action="store_true", help="skip learning on the first half of each file")
+    parser.add_argument("--model", default=None, help="a litellm model string: learn with the hybrid analyst")
+    parser.add_argument("--api-base", default=None, help="the model's endpoint (an OpenAI-compatible URL)")
+    parser.add_argument("--api-key", default=None, help="the model's key (default: the environment's)")
+    parser.add_argument("--llm-log", type=Path, default=None,
+                        help="the endpoint's call log (file_llm_server's QUEUE/log.jsonl): calls and tokens per run")
     args = parser.parse_args(argv)
     quiet_logs()
     logging.basicConfig(level=logging.WARNING)
@@ -439,7 +470,9 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"no dataset(s) {sorted(unknown)} under {', '.join(map(str, args.data))}")
         folders = [p for p in folders if p.name in args.datasets or label(p) in args.datasets]
     options = {k: v for k, v in (("chunk_budget", args.chunk_budget), ("max_steps", args.max_steps),
-                                 ("concurrency", args.concurrency), ("instructions", args.instructions)) if v is not None}
+                                 ("concurrency", args.concurrency), ("instructions", args.instructions),
+                                 ("model", args.model), ("api_base", args.api_base), ("api_key", args.api_key))
+               if v is not None}
     from smolclean_dagster.settings import DatasetSettings
 
     defaults = DatasetSettings(name="x")
@@ -447,32 +480,40 @@ def main(argv: list[str] | None = None) -> int:
 
     machine = machine_info()
     runs = []
+    analyst = _analyst(options)["analyst"]
     for folder in folders:
-        print(f"{label(folder)}: learning with the rules analyst ...", flush=True)
-        if args.keep:
-            workdir = args.keep / label(folder).replace("/", "_")
-            shutil.rmtree(workdir, ignore_errors=True)
-            runs.append(learn_and_score(folder, workdir, options))
+        print(f"{label(folder)}: learning with the {analyst} analyst ...", flush=True)
+        with tempfile.TemporaryDirectory(prefix=f"smolclean-quality-{folder.name}-") as tmp:
+            whole, nxt_dir = Path(tmp) / "whole", Path(tmp) / "next_drop"
+            if args.keep:
+                whole, nxt_dir = (args.keep / label(folder).replace("/", "_"),
+                                  args.keep / f"{label(folder).replace('/', '_')}_next_drop")
+                shutil.rmtree(whole, ignore_errors=True)
+            since = _log_lines(args.llm_log)
+            runs.append(learn_and_score(folder, whole, options))
+            runs[-1].usage["whole"] = llm_usage(args.llm_log, since)
             if not args.no_next_drop:
-                next_drop(folder, args.keep / f"{label(folder).replace('/', '_')}_next_drop", options, runs[-1])
-        else:
-            with tempfile.TemporaryDirectory(prefix=f"smolclean-quality-{folder.name}-") as tmp:
-                runs.append(learn_and_score(folder, Path(tmp) / "whole", options))
-                if not args.no_next_drop:
-                    next_drop(folder, Path(tmp) / "next_drop", options, runs[-1])
+                since = _log_lines(args.llm_log)
+                next_drop(folder, nxt_dir, options, runs[-1])
+                runs[-1].usage["next_drop"] = llm_usage(args.llm_log, since)
         r = runs[-1]
         nxt = f", next drop {r.next_drop.exact.f1:.3f}" if r.next_drop else ""
         nxt_p = f" at precision {r.next_drop.exact.precision:.3f}" if r.next_drop else ""
         print(f"  {r.functions} functions from {r.chunks} chunks in {r.seconds:.0f} s: exact F1 {r.score.exact.f1:.3f} "
               f"at precision {r.score.exact.precision:.3f}{nxt}{nxt_p} (representation-insensitive F1 "
               f"{r.score.insensitive.f1:.3f})")
+        for setting, used in r.usage.items():
+            if used:
+                print(f"  model, {setting.replace('_', ' ')}: {used['calls']} calls, {used['prompt_tokens']:,} prompt + "
+                      f"{used['completion_tokens']:,} completion tokens (largest prompt {used['largest_prompt_tokens']:,})")
+    shown = {"analyst": analyst, **{k: v for k, v in shown.items() if k != "api_key"}}
     text = report(runs, machine, shown)
     print()
     print(text)
     if not args.no_write:
         payload = {
             "machine": machine,
-            "settings": {"analyst": "rules", **shown},
+            "settings": shown,
             "data": [_shown_path(d) for d in args.data],
             "datasets": {
                 r.dataset: {
@@ -488,6 +529,7 @@ def main(argv: list[str] | None = None) -> int:
                     "published_rows": PUBLISHED_ROWS.get(r.dataset),
                     "target": dict(zip(("score", "f1_at_least"), TARGETS[r.dataset])) if r.dataset in TARGETS else None,
                     "columns": r.score.columns,
+                    "model_usage": r.usage or None,
                 }
                 for r in runs
             },

@@ -160,6 +160,7 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
             rows=plan.chunk_rows(df, context.partition_key), holdout=plan.holdout_rows(df),
             reference=plan.visible_rows(df, limit=REFERENCE_ROWS), sample=plan.visible_rows(df, limit=COST_ROWS),
             hidden=frozenset(c.id for c in plan.chunks if c.wave == wave and c.reason and c.id != context.partition_key),
+            why=plan.chunk(context.partition_key).reason,
         )
         sandbox = smolclean_sandbox.get()
         steps = []

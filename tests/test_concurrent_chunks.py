@@ -67,7 +67,7 @@ def _run_chunk(c: int, registry: str, barrier, results) -> None:
                      holdout=rows.iloc[:2].reset_index(drop=True))
     with Sandbox() as sandbox:
         store = TogetherStore(registry, "ds", barrier)
-        steps = list(run_chunk(work, RulesAnalyst(), store, sandbox, LoopSettings(max_steps=6)))
+        steps = list(run_chunk(work, RulesAnalyst(), store, sandbox, LoopSettings(max_steps=6, instructions="Write N/A notes as real nulls.")))
     results.put((c, [s.function_name for s in steps if isinstance(s, VerdictStep) and s.accepted], steps[-1].reason))
 
 

@@ -113,8 +113,9 @@ def _assert_same_outputs(first: Path, second: Path, names: tuple[str, ...] = OUT
 
 
 def _offline(workdir: Path) -> DatasetSettings:
+    # asked for real nulls, so the null tokens are one more rule that every chunk may write
     return DatasetSettings(name="contacts", workdir=workdir, chunk_size=50, chunk_budget=6, planning_interval=2,
-                           concurrency=2, max_steps=8)
+                           concurrency=2, max_steps=8, instructions="Write N/A, null and - as real nulls.")
 
 
 def test_learning_a_drop_twice_offline_gives_byte_identical_outputs_whichever_chunk_finishes_first(drop, tmp_path):

@@ -75,7 +75,13 @@ RULE_CASES = {
 }
 
 
+#: Spellings of "no value" become real nulls only when the user asks for it.
+ASK_FOR_NULLS = "Write N/A and the like as real nulls."
+
+
 def propose_for(kind: str, frame: pd.DataFrame, **kwargs) -> CleaningFunction:
+    if kind == "null_tokens":
+        kwargs.setdefault("instructions", ASK_FOR_NULLS)
     findings = tuple(f for f in detect_issues(frame) if f.kind == kind)
     assert findings, f"the {kind} detector found nothing to fix"
     proposal = RulesAnalyst().propose(request(frame, findings=findings, **kwargs))
@@ -149,8 +155,20 @@ def test_names_are_descriptive_deterministic_and_suffixed_when_taken():
     taken = (RegisteredSummary(name="strip_whitespace_city", docstring=""),
              RegisteredSummary(name="strip_whitespace_city_2", docstring=""))
     assert RulesAnalyst().propose(request(frame, registry=taken)).function.name == "strip_whitespace_city_3"
-    nulls = RulesAnalyst().propose(request(frame[["Signup Date"]]))
+    nulls = RulesAnalyst().propose(request(frame[["Signup Date"]], instructions=ASK_FOR_NULLS))
     assert nulls.function.name == "replace_null_tokens_signup_date"
+
+
+def test_null_tokens_stay_unless_the_user_asks_for_real_nulls():
+    # "NaN" is a rate and "Not Available" a departure time the file could not give: no null is evidently right
+    frame = pd.DataFrame({"rate": ["5.3", "NaN", "0.0"] * 5, "dep": ["7:10 a.m.", "Not Available", ""] * 5})
+    proposal = RulesAnalyst().propose(request(frame))
+    assert proposal.function is None and proposal.status == "clean"
+    assert {i.column for i in proposal.issues} == {"rate", "dep"}, "the tokens are still reported"
+    asked = RulesAnalyst().propose(request(frame, instructions="Write missing values as null."))
+    assert asked.function.name.startswith("replace_null_tokens")
+    filled = RulesAnalyst().propose(request(frame, instructions="Fill missing values from the other rows."))
+    assert filled.function is None, "filling is not nulling"
 
 
 def test_one_function_per_step_and_every_finding_listed_as_an_issue():
@@ -165,12 +183,13 @@ def test_one_function_per_step_and_every_finding_listed_as_an_issue():
 
 def test_null_tokens_of_several_columns_in_one_function_then_per_column_after_a_rejection():
     frame = pd.DataFrame({"a": ["N/A", "x"], "b": ["null", "1"]}, dtype=object)
-    grouped = RulesAnalyst().propose(request(frame)).function
+    grouped = RulesAnalyst().propose(request(frame, instructions=ASK_FOR_NULLS)).function
     assert grouped.name == "replace_null_tokens_a_b" and grouped.columns == ("a", "b")
-    fallback = RulesAnalyst().propose(request(frame, rejected=(grouped.name,), feedback="too broad")).function
+    fallback = RulesAnalyst().propose(request(frame, rejected=(grouped.name,), feedback="too broad",
+                                              instructions=ASK_FOR_NULLS)).function
     assert fallback.name == "replace_null_tokens_a"
     rejected = (grouped.name, "replace_null_tokens_a", "replace_null_tokens_b")
-    assert RulesAnalyst().propose(request(frame, rejected=rejected)).status == "clean"
+    assert RulesAnalyst().propose(request(frame, rejected=rejected, instructions=ASK_FOR_NULLS)).status == "clean"
 
 
 def test_clean_when_nothing_is_left():
@@ -196,12 +215,13 @@ def test_units_are_not_stripped_when_the_drop_mixes_units():
     assert [i.column for i in proposal.issues] == ["size"]
 
 
-def clean_by_looping(frame: pd.DataFrame, reference: pd.DataFrame | None = None, max_steps: int = 20):
+def clean_by_looping(frame: pd.DataFrame, reference: pd.DataFrame | None = None, max_steps: int = 20,
+                     instructions: str = ASK_FOR_NULLS):
     """The agent loop in miniature: propose, apply in-process, check the invariants, re-detect."""
     analyst, registry, steps = RulesAnalyst(), [], 0
     for steps in range(1, max_steps + 1):
         proposal = analyst.propose(
-            AnalysisRequest(dataset="demo", chunk_id="c0", step=steps, chunk=frame,
+            AnalysisRequest(dataset="demo", chunk_id="c0", step=steps, chunk=frame, instructions=instructions,
                             findings=tuple(detect_issues(frame)), registry=tuple(registry), reference=reference)
         )
         if proposal.function is None:

@@ -142,3 +142,23 @@ def test_with_no_instructions_the_model_writes_its_plan_and_serves_or_declines_e
     states = {s.number: s.state for s in registry.coverage(registry.items_for(""))}
     assert states == {1: "served", 2: "declined"}
     assert isinstance(steps[-1], FinalStep) and steps[-1].reason == "clean"
+
+
+def test_dirt_left_on_the_held_out_rows_goes_back_to_the_model_without_its_values(tmp_path):
+    source = addresses(tmp_path / "addresses.csv")
+    df = pd.read_csv(source, dtype=str, keep_default_na=False)
+    held = choose_holdout(drop_key(source), len(df), DatasetSettings(name="x").holdout_fraction)
+    row = next(i for i in held if df.loc[i, "city"] == "Columbus")
+    df.loc[row, "city"] = "Colunbus"  # on a row no prompt may show
+    df.to_csv(source, index=False)
+
+    with ScriptedLLM(script=[], responder=lambda recorded: reply(CLEAN)) as llm:
+        settings = DatasetSettings(name="addresses", workdir=tmp_path / "work", model="openai/test-model",
+                                   api_base=llm.api_base, api_key="test", concurrency=1)
+        learn(settings, source, log_level="ERROR")
+        prompts = [r.prompt for r in llm.requests if "Answer in the reply format" in r.prompt]
+    back = [p for p in prompts if "This chunk was chosen because: left on the held-out rows" in p]
+    assert back, f"the run ended with dirt left on the held-out rows and the model never heard of it ({len(prompts)} calls)"
+    assert "city" in back[0].split("This chunk was chosen because:")[1].splitlines()[0]
+    assert not any("Colunbus" in p for p in prompts), "a held-out value reached a prompt"
+    assert len(back) == 1, "each kind of leftover goes back once"

@@ -55,6 +55,8 @@ class ChunkWork:
     #: Chunks of the same wave running beside this one: their functions are not shown to it, so what it sees
     #: (and so what it writes) does not depend on which chunk was faster.
     hidden: frozenset[str] = frozenset()
+    #: Why the planner chose this chunk (shown to a model: e.g. dirt the functions leave on held-out rows).
+    why: str = ""
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,7 @@ def run_chunk(
                 reference=None if work.reference is None else clean_with(registry, work.reference, runner),
                 items=states,
                 planned=model and not settings.items,
+                why=work.why,
             )
         )
         fn = proposal.function

@@ -54,6 +54,8 @@ class ChunkPlan(BaseModel):
     done: bool = False
     steps_used: int = Field(default=0, description="analyst steps the drop's chunks took before the latest wave")
     stopped: str = Field(default="", description="why selection stopped, once it has")
+    returned: tuple[str, ...] = Field(
+        default=(), description="kinds of dirt left on the held-out rows that went back to the model (once each)")
 
     def chunk(self, cid: str) -> PlannedChunk:
         for c in self.chunks:
@@ -163,6 +165,7 @@ def select_wave(
     open_items: tuple[int, ...] = (),
     first_wave: int = 1,
     ask_model: bool = False,
+    held_out: tuple[str, ...] = (),
 ) -> ChunkPlan:
     """Choose the next wave: chunks whose residual dirt no chosen chunk has shown, then a spread sample, or a
     chunk for the instruction items still open. The first wave has at most `first_wave` chunks: one for a
@@ -171,7 +174,9 @@ def select_wave(
 
     Residual dirt in chunks the analyst already worked on is dirt it could not fix there: another chunk
     showing only that is not worth a call. Selection is done when nothing new is left, or the chunk budget
-    or the step budget is spent.
+    or the step budget is spent. Before it is done, a model is given one more chunk for the kinds of dirt
+    still left on the held-out rows (`held_out`, "kind:column"), each kind once: it is told the kinds and
+    the columns, never the held-out values, so the held-out check stays a check on rows it never saw.
 
     Example:
         >>> plan = select_wave(split_drop(df, dataset="c", drop="c.csv", chunk_size=50, holdout_fraction=0.2),
@@ -213,6 +218,13 @@ def select_wave(
     # A model that is configured is always asked: it reads the whole drop's evidence, which no chunk's detectors see.
     if not reasons and ask_model and plan.waves == 0 and spare:
         reasons[spare.pop(0)] = "the model is asked once over the whole drop's evidence (the chunks' detectors are quiet)"
+    # What the functions so far leave on the held-out rows goes back to the model before the run ends.
+    back = sorted(set(held_out) - set(plan.returned)) if ask_model and not reasons else []
+    if back and spare:
+        best = max(spare, key=lambda i: (len(set(signatures.get(i, ())) & set(back)), -i))
+        reasons[best] = ("left on the held-out rows by the functions so far (look for the same dirt in the drop): "
+                         + ", ".join(back[:6]) + (" ..." if len(back) > 6 else ""))
+        spare.remove(best)
     if not reasons:
         stopped = "instruction items open but no chunk left" if open_items else "no new dirt"
         return plan.model_copy(update={"done": True, "stopped": stopped, "steps_used": steps.used})
@@ -225,7 +237,8 @@ def select_wave(
     )
     new_ids = tuple(chunks[i].id for i in reasons)  # priority order: most new dirt first
     return plan.model_copy(
-        update={"chunks": chunks, "selected": plan.selected + new_ids, "waves": wave, "steps_used": steps.used}
+        update={"chunks": chunks, "selected": plan.selected + new_ids, "waves": wave, "steps_used": steps.used,
+                "returned": tuple(sorted({*plan.returned, *back}))}
     )
 
 
@@ -258,8 +271,17 @@ def plan_chunks(
         return plan
     probe = probe_chunks(plan, budget)
     signatures = residual_signatures(plan, df, probe, clean or (lambda rows: rows))
+    held_out = held_out_residual(plan, df, clean) if ask_model and plan.waves and clean is not None else ()
     return select_wave(plan, signatures, wave_size=wave_size or budget, budget=budget, steps=steps,
-                       open_items=open_items, first_wave=first_wave, ask_model=ask_model)
+                       open_items=open_items, first_wave=first_wave, ask_model=ask_model, held_out=held_out)
+
+
+def held_out_residual(plan: ChunkPlan, df: pd.DataFrame, clean: Cleaner) -> tuple[str, ...]:
+    """The kinds of dirt ("kind:column") the current registry leaves on the held-out rows."""
+    rows = plan.holdout_rows(df)
+    if rows.empty:
+        return ()
+    return tuple(sorted({f"{f.kind}:{f.column}" for f in detect_issues(clean(rows))}))
 
 
 def _spread(n: int, k: int) -> list[int]:

@@ -75,6 +75,7 @@ class AnalysisRequest(BaseModel):
     items: tuple[ItemState, ...] = Field(default=(), description="the instruction items and where each stands")
     planned: bool = Field(default=False, description="no instructions: the items are the model's own plan, if any")
     candidates: tuple[Candidate, ...] = Field(default=(), description="ready-made functions the model may adopt")
+    why: str = Field(default="", description="why the planner chose this chunk")
 
 
 class Usage(BaseModel):

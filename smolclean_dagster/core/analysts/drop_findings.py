@@ -127,6 +127,25 @@ def asks_to_remove_debris(instructions: str) -> bool:
     return bool(_DEBRIS.search(instructions or ""))
 
 
+def asks_for_real_nulls(instructions: str) -> bool:
+    """Whether the user's instructions ask for spellings of "no value" ("N/A", "NaN", "-") to be written as real
+    nulls ("write N/A as null", "placeholders to empty", "use real nulls"): without that they are left and
+    reported. A token is the file's own way to write a missing value, and in some files it is the value the
+    file means ("NaN" as a rate, "-" as a page range), so no null is evidently right unless asked for.
+    Filling missing values ("fill missing cities") is another request: it fills, it does not null.
+
+    Example:
+        >>> asks_for_real_nulls("Write 'N/A' as a missing value (null)."), asks_for_real_nulls("Fill missing values.")
+        (True, False)
+    """
+    return bool(_REAL_NULLS.search(instructions or ""))
+
+
+_REAL_NULLS = re.compile(
+    r"\b(?:as|to|into|with|by|be|become|becomes)\s+(?:an?\s+|real\s+|true\s+|proper\s+)?(?:nulls?|none|empty|blanks?|missing)\b|"
+    r"\b(?:real|true|proper|actual)\s+(?:nulls?|missing values?)\b|\bnull\s+tokens?\b|\bplaceholders?\b|"
+    r"\b(?:nulls?|empty|blank)\s+(?:for|instead of)\b|\bmissing values? (?:as|to)\b",
+    re.IGNORECASE)
 _DEBRIS = re.compile(r"\b(?:debris|broken characters?|replacement characters?|mojibake|garbled|encoding)\b",
                      re.IGNORECASE)
 _PLAIN_NUMBERS = re.compile(

@@ -174,6 +174,7 @@ def analysis_messages(
         allow_row_drops=allow_row_drops,
         items=list(request.items),
         planned=request.planned,
+        why=request.why,
         open_items=[f"#{i.number}" for i in request.items if i.state == "open"],
         evidence=_evidence(request.reference),
         evidence_rows=0 if request.reference is None else len(request.reference),

@@ -43,7 +43,7 @@ from ..findings import Finding
 from ..functions import CleaningFunction, RuleSpec
 from ..profile import detect_issues
 from .base import AnalysisRequest, Issue, Proposal
-from .drop_findings import asks_for_plain_numbers, asks_to_remove_debris, drop_findings
+from .drop_findings import asks_for_plain_numbers, asks_for_real_nulls, asks_to_remove_debris, drop_findings
 
 log = logging.getLogger("smolclean.analysts.rules")
 
@@ -312,6 +312,10 @@ class RulesAnalyst:
             if rule.kind == broken_text.KIND and not asks_to_remove_debris(request.instructions):
                 # the characters the debris stands for are lost: no value is evidently right, so the cell stays
                 # (and is reported) unless the user asks for the debris to go
+                continue
+            if rule.kind == null_tokens.KIND and not asks_for_real_nulls(request.instructions):
+                # "N/A" is the file's own way to write no value (and "NaN" a rate, "-" a page range in some
+                # files): a real null is what the user may ask for, not what the default imposes
                 continue
             if rule.kind == number_format.KIND and not _numbers_wanted((refined[0] or found[0]).params, request):
                 log.debug("rules: numbers of %s are written in the column's own form", found[0].column)

@@ -204,12 +204,18 @@ def case_rule(column: ColumnValues) -> tuple[str | None, dict[str, str], str, tu
 
 
 def _kept(keys: dict[str, dict[str, int]], table: dict[str, str], convention: str | None, cells: int) -> tuple[str, ...]:
-    """The spellings the rule would rewrite that are frequent in the column: too common to be a slip."""
+    """The spellings the rule would rewrite that are frequent in the column: too common to be a slip. A value
+    the file already writes two ways on many rows each ("eng" 464, "ENG" 23) has no one right spelling, so
+    its rare third one ("Eng" on 2 rows) is kept too: nothing says it is the wrong one."""
     kept = []
     for key, spellings in keys.items():
+        settled = sum(1 for n in spellings.values() if n >= KEEP_CELLS) >= 2
         for value, n in spellings.items():
             target = table.get(key) or (convert(value, convention) if convention else value)
             if target == value:
+                continue
+            if settled:
+                kept.append(value)
                 continue
             common = n >= FREQUENT_SHARE * cells
             # beside the spelling it would become, a spelling is frequent unless that one is far more common
