@@ -115,13 +115,15 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
             previous = None
         registry = store.registry.load()
         sandbox = smolclean_sandbox.get()
-        used = sum(t.steps_taken for t in store.models("chunk_functions", ChunkTrace) if t.drop == context.partition_key)
+        traces = [t for t in store.models("chunk_functions", ChunkTrace) if t.drop == context.partition_key]
+        used, tokens = sum(t.steps_taken for t in traces), sum(t.tokens_used for t in traces)
         items = registry.items_for(s.instructions) if s.reads_instructions else ()
         plan = plan_chunks(
             raw_data, dataset=name, drop=context.partition_key, chunk_size=s.chunk_size,
             budget=s.chunk_budget, holdout_fraction=s.holdout_fraction, wave_size=s.planning_interval,
             clean=lambda rows: clean_with(registry, rows, sandbox), previous=previous,
-            steps=StepBudget(total=s.step_budget, per_chunk=s.max_steps, used=used),
+            steps=StepBudget(total=s.step_budget, per_chunk=s.max_steps, used=used,
+                             tokens=s.token_budget if s.reads_instructions else 0, tokens_used=tokens),
             open_items=tuple(i.number for i in open_items(registry.coverage(items))),
             first_wave=1 if s.reads_instructions else s.planning_interval,
             ask_model=s.reads_instructions,
@@ -164,8 +166,10 @@ def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition],
         )
         sandbox = smolclean_sandbox.get()
         steps = []
-        allowance = plan.chunk(context.partition_key).steps or s.max_steps
-        for step in run_chunk(work, smolclean_llm.analyst_for(s), store.registry, sandbox, _loop_settings(s, allowance)):
+        chosen = plan.chunk(context.partition_key)
+        allowance = chosen.steps or s.max_steps
+        loop_settings = _loop_settings(s, allowance, chosen.tokens)
+        for step in run_chunk(work, smolclean_llm.analyst_for(s), store.registry, sandbox, loop_settings):
             context.log.info(f"{context.partition_key}: {step.kind} {step.model_dump(exclude={'code', 'issues'})}")
             steps.append(step)
         trace = ChunkTrace(dataset=name, drop=plan.drop, chunk_id=context.partition_key, rows=len(work.rows),
@@ -348,7 +352,7 @@ class _ModelMerger:
         return proposal.function
 
 
-def _loop_settings(s: DatasetSettings, max_steps: int) -> LoopSettings:
+def _loop_settings(s: DatasetSettings, max_steps: int, max_tokens: int = 0) -> LoopSettings:
     return LoopSettings(max_steps=max_steps, instructions=s.instructions, timeout_s=s.timeout_s,
-                        items=split_instructions(s.instructions))
+                        items=split_instructions(s.instructions), max_tokens=max_tokens)
 

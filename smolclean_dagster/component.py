@@ -67,11 +67,12 @@ attributes:
   #   model: openai/gpt-4o-mini
   #   api_key: "{{{{ env.OPENAI_API_KEY }}}}"
 {model}\
-  # Limits: rows per chunk, chunks analysed per drop, analyst steps (model calls) per drop and per chunk,
-  # chunks at a time.
+  # Limits: rows per chunk, chunks analysed per drop, analyst steps (model calls) per drop, model tokens per
+  # drop, analyst steps per chunk, chunks at a time.
   chunk_size: {chunk_size}
   chunk_budget: {chunk_budget}
   step_budget: {step_budget}
+  token_budget: {token_budget}
   max_steps: {max_steps}
   concurrency: {concurrency}
 """
@@ -97,7 +98,7 @@ class SmolcleanScaffolder(dg.Scaffolder[SmolcleanScaffoldParams]):
             instructions=json.dumps(params.instructions or ""),
             model=f"  model: {json.dumps(params.model)}\n" if params.model else "",
             **{limit: DatasetSettings.model_fields[limit].default
-               for limit in ("chunk_size", "chunk_budget", "step_budget", "max_steps", "concurrency")},
+               for limit in ("chunk_size", "chunk_budget", "step_budget", "token_budget", "max_steps", "concurrency")},
         )
         (request.target_path / "defs.yaml").write_text(text, encoding="utf-8")
         _create_drop_folder(request, params.drop_folder or f"data/{name}/drops")
@@ -167,6 +168,7 @@ class SmolcleanComponent(dg.Component, dg.Resolvable):
     chunk_size: Annotated[int | None, _setting("chunk_size")] = None
     chunk_budget: Annotated[int | None, _setting("chunk_budget")] = None
     step_budget: Annotated[int | None, _setting("step_budget")] = None
+    token_budget: Annotated[int | None, _setting("token_budget")] = None
     max_steps: Annotated[int | None, _setting("max_steps")] = None
     planning_interval: Annotated[int | None, _setting("planning_interval")] = None
     concurrency: Annotated[int | None, _setting("concurrency")] = None

@@ -50,6 +50,10 @@ class DatasetSettings(BaseModel):
         default=80, gt=0, le=1000,
         description="most analyst steps (model calls with a model) per drop, shared by its chunks",
     )
+    token_budget: int = Field(
+        default=300_000, ge=0,
+        description="most model tokens (prompt and reply) per drop, shared by its chunks like step_budget; 0: no limit",
+    )
     max_steps: int = Field(
         default=40, gt=0, le=1000, description="most analyst steps one chunk may take (its share of step_budget is often less)"
     )

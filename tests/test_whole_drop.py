@@ -162,3 +162,18 @@ def test_dirt_left_on_the_held_out_rows_goes_back_to_the_model_without_its_value
     assert "city" in back[0].split("This chunk was chosen because:")[1].splitlines()[0]
     assert not any("Colunbus" in p for p in prompts), "a held-out value reached a prompt"
     assert len(back) == 1, "each kind of leftover goes back once"
+
+
+def test_a_learning_run_stops_asking_the_model_once_its_token_budget_is_spent(tmp_path):
+    source = addresses(tmp_path / "addresses.csv")
+    asking = ('<issues>\n- city: rare spellings\n</issues>\n<query>df["city"].value_counts().tail(5)</query>')
+
+    with ScriptedLLM(script=[], responder=lambda recorded: reply(asking, prompt_tokens=2000, completion_tokens=100)) as llm:
+        settings = DatasetSettings(name="addresses", workdir=tmp_path / "work", model="openai/test-model",
+                                   api_base=llm.api_base, api_key="test", concurrency=1, token_budget=5000)
+        outcome = learn(settings, source, log_level="ERROR")
+        calls = [r for r in llm.requests if "Answer in the reply format" in r.prompt]
+    # 2,100 tokens a call: the third passes 5,000, and neither that chunk nor the drop asks again
+    assert len(calls) == 3, len(calls)
+    assert "token budget spent" in outcome.stopped
+    assert outcome.module.exists(), "a run out of budget still ends with a module"

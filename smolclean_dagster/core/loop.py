@@ -64,6 +64,9 @@ class LoopSettings:
     """The knobs of the loop, from the dataset's settings."""
 
     max_steps: int = 5
+    #: Model tokens (prompt and reply) the chunk may spend; 0: no limit. A step is never cut short: the chunk
+    #: stops before the next one, so a drop spends at most its budget plus one step per chunk of the last wave.
+    max_tokens: int = 0
     instructions: str = ""
     timeout_s: float = 10.0
     allow_row_drops: bool = False
@@ -111,7 +114,7 @@ def run_chunk(
     rejected: list[str] = [d.name for d in store.load().dropped]  # validation took these out of the module
     accepted: list[str] = []
     model = getattr(analyst, "reads_instructions", False)
-    step = 0
+    step = tokens = 0
     while True:
         registry = store.load().without_chunks(work.hidden)
         # The user's instruction items; with none, a model works to its own plan once it has written one.
@@ -127,6 +130,10 @@ def run_chunk(
         if step >= settings.max_steps:
             yield FinalStep(step=step, reason="max_steps", accepted=tuple(accepted), residual_findings=len(findings),
                             items=states)
+            return
+        if settings.max_tokens and tokens >= settings.max_tokens:
+            yield FinalStep(step=step, reason="token_budget", accepted=tuple(accepted),
+                            residual_findings=len(findings), items=states)
             return
         step += 1
         started = time.perf_counter()
@@ -147,6 +154,7 @@ def run_chunk(
                 why=work.why,
             )
         )
+        tokens += proposal.usage.prompt_tokens + proposal.usage.completion_tokens
         fn = proposal.function
         answer = None
         if fn is None and proposal.query and not proposal.error:

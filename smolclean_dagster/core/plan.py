@@ -36,6 +36,7 @@ class PlannedChunk(BaseModel):
     reason: str = ""
     wave: int = 0
     steps: int = Field(default=0, description="analyst steps this chunk may take (its share of the drop's budget)")
+    tokens: int = Field(default=0, description="model tokens this chunk may spend (its share; 0: no limit)")
 
 
 class ChunkPlan(BaseModel):
@@ -144,15 +145,22 @@ def probe_chunks(plan: ChunkPlan, budget: int) -> list[int]:
 
 @dataclass(frozen=True)
 class StepBudget:
-    """The drop's analyst steps: how many in all, how many one chunk may take, and how many are used."""
+    """The drop's analyst steps: how many in all, how many one chunk may take, and how many are used; and the
+    model tokens (prompt and reply) the drop may spend (`tokens` 0: no limit), and how many it has."""
 
     total: int = 80
     per_chunk: int = 40
     used: int = 0
+    tokens: int = 0
+    tokens_used: int = 0
+
+    @property
+    def tokens_spent(self) -> bool:
+        return bool(self.tokens) and self.tokens_used >= self.tokens
 
     @property
     def left(self) -> int:
-        return max(0, self.total - self.used)
+        return 0 if self.tokens_spent else max(0, self.total - self.used)
 
 
 def select_wave(
@@ -186,7 +194,8 @@ def select_wave(
     room = min(first_wave if plan.waves == 0 else wave_size, budget - len(chosen), steps.left)
     if plan.done or room <= 0:
         stopped = plan.stopped or (
-            "step budget spent" if steps.left <= 0 else "chunk budget spent" if budget <= len(chosen) else "done"
+            "token budget spent" if steps.tokens_spent else "step budget spent" if steps.left <= 0
+            else "chunk budget spent" if budget <= len(chosen) else "done"
         )
         return plan.model_copy(update={"done": True, "stopped": stopped, "steps_used": steps.used})
     seen: set[str] = {s for c in chosen for s in c.findings}
@@ -230,8 +239,10 @@ def select_wave(
         return plan.model_copy(update={"done": True, "stopped": stopped, "steps_used": steps.used})
     wave = plan.waves + 1
     share = max(1, min(steps.per_chunk, steps.left // len(reasons)))
+    tokens = max(1, (steps.tokens - steps.tokens_used) // len(reasons)) if steps.tokens else 0
     chunks = tuple(
-        c.model_copy(update={"reason": reasons[i], "wave": wave, "findings": signatures.get(i, ()), "steps": share})
+        c.model_copy(update={"reason": reasons[i], "wave": wave, "findings": signatures.get(i, ()), "steps": share,
+                             "tokens": tokens})
         if i in reasons else c
         for i, c in enumerate(plan.chunks)
     )

@@ -57,7 +57,7 @@ class FinalStep(BaseModel):
 
     kind: Literal["final"] = "final"
     step: int
-    reason: Literal["clean", "no_findings", "max_steps"]
+    reason: Literal["clean", "no_findings", "max_steps", "token_budget"]
     accepted: tuple[str, ...] = ()
     residual_findings: int = 0
     items: tuple[ItemState, ...] = Field(default=(), description="the instruction items as the chunk left them")
@@ -85,6 +85,12 @@ class ChunkTrace(BaseModel):
     def steps_taken(self) -> int:
         """Analyst steps (proposals) this chunk took: what it spent of the drop's step budget."""
         return sum(1 for s in self.steps if isinstance(s, ProposalStep))
+
+    @property
+    def tokens_used(self) -> int:
+        """Model tokens (prompt and reply) this chunk's steps took, replies from the cache included, so a re-run
+        plans as the first run did: what it spent of the drop's token budget."""
+        return sum(s.usage.prompt_tokens + s.usage.completion_tokens for s in self.steps if isinstance(s, ProposalStep))
 
     @property
     def items(self) -> tuple:
