@@ -29,7 +29,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
 from .detectors import dependencies
-from .detectors.cells import is_null_token
+from .detectors.cells import is_null_token, without_stray
 from .harm import shape
 
 #: A value on at most this many rows is rare; one on at least FREQUENT_ROWS rows (and RATIO times the rare
@@ -185,7 +185,7 @@ def _resemblances(column: str, counts: Counter) -> list[Resemblance]:
 def _resembles(value, by_value, letters, anagrams, choices, frequent) -> tuple[str | None, str]:
     if len(value) >= 4 and value[::-1] in by_value and value[::-1] != value:
         return value[::-1], "reversed"
-    stripped = "".join(c for c in value if c <= "\x7f" or c.casefold() in letters)
+    stripped = without_stray(value, letters)
     if stripped != value and stripped in by_value:
         return stripped, "stray characters removed"
     if len(value) >= 4:

@@ -13,18 +13,12 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from .detectors import DETECTORS, KINDS, ColumnValues, is_null_token
+from .detectors.cells import value_shape
 from .findings import Finding
 
 log = logging.getLogger("smolclean.profile")
 
 __all__ = ["KINDS", "ColumnProfile", "Finding", "detect_column", "detect_issues", "is_null_token", "profile_columns"]
-
-#: Values longer than this are shaped by their start only: free text has no dominant shape anyway.
-SHAPE_PREFIX = 30
-_ASCII_SHAPES = str.maketrans(
-    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", "9" * 10 + "A" * 26 + "a" * 26
-)
-
 
 class ColumnProfile(BaseModel):
     """What one column looks like: its dominant value shape and how much of it is missing.
@@ -44,19 +38,6 @@ class ColumnProfile(BaseModel):
     distinct: int
     dominant_shape: str
     dominant_share: float
-
-
-def value_shape(value: str) -> str:
-    """The shape of a value: digits -> 9, A-Z -> A, other letters -> a, everything else kept.
-
-    Example:
-        >>> value_shape("2020-03-22"), value_shape("New York")
-        ('9999-99-99', 'Aaa Aaaa')
-    """
-    shape = value[:SHAPE_PREFIX].translate(_ASCII_SHAPES)
-    if shape.isascii():
-        return shape
-    return "".join("9" if c.isdigit() else ("A" if c.isupper() else "a") if c.isalpha() else c for c in shape)
 
 
 def profile_columns(df: pd.DataFrame) -> list[ColumnProfile]:

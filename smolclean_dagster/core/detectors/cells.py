@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -43,6 +43,37 @@ _PERSON_WORDS = frozenset({"first", "last", "given", "family", "middle", "maiden
 _PERSON_NAMES = frozenset({"name", "surname", "lastname", "firstname", "forename", "givenname", "familyname",
                            "fullname", "middlename", "fname", "lname", "nickname"})
 _NAME_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+#: Values longer than this are shaped by their start only: free text has no dominant shape anyway.
+SHAPE_PREFIX = 30
+_ASCII_SHAPES = str.maketrans(
+    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", "9" * 10 + "A" * 26 + "a" * 26
+)
+
+
+def value_shape(value: str) -> str:
+    """The shape of a value: digits -> 9, A-Z -> A, other letters -> a, everything else kept.
+
+    Example:
+        >>> value_shape("2020-03-22"), value_shape("New York")
+        ('9999-99-99', 'Aaa Aaaa')
+    """
+    shape = value[:SHAPE_PREFIX].translate(_ASCII_SHAPES)
+    if shape.isascii():
+        return shape
+    return "".join("9" if c.isdigit() else ("A" if c.isupper() else "a") if c.isalpha() else c for c in shape)
+
+
+def without_stray(value: str, letters: Collection[str]) -> str:
+    """`value` without its stray characters: those beyond ASCII that are not among `letters` (case-folded), the
+    letters the column's established values use.
+
+    Example:
+        >>> without_stray("TRU\u0140E", set("true")), without_stray("Zo\u00eb", set("zoë"))
+        ('TRUE', 'Zo\u00eb')
+    """
+    return "".join(ch for ch in value if ch <= "\x7f" or ch.casefold() in letters)
 
 
 def is_null_token(value: object) -> bool:

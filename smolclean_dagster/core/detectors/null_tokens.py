@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ..findings import Finding
-from .cells import NULL_TOKENS, ColumnValues, share, top_examples
+from .cells import NULL_TOKENS, ColumnValues, share, top_examples, value_shape
 
 KIND = "null_tokens"
 
@@ -57,8 +57,6 @@ def detect(column: ColumnValues) -> Finding | None:
 
 def vocabulary(column: ColumnValues) -> set[str]:
     """The case-folded spellings of "no value" that are no valid value of this column (see `detect`)."""
-    from ..profile import value_shape
-
     allowed = set(NULL_TOKENS)
     values = column.meaningful
     if share(values, _WORDY) < 0.5:

@@ -14,7 +14,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
 from ..findings import Finding
-from .cells import ColumnValues, holds_person_names, top_examples
+from .cells import ColumnValues, holds_person_names, top_examples, without_stray
 
 KIND = "rare_variants"
 
@@ -128,8 +128,7 @@ def garbled_mapping(values: dict[str, int]) -> dict[str, str]:
     for value, n in values.items():
         if value in frequent or len(value) < MIN_GARBLED_LENGTH:
             continue
-        stray = "".join(c for c in value if c <= "\x7f" or c.casefold() in letters)
-        for candidate in (stray, value[::-1]):
+        for candidate in (without_stray(value, letters), value[::-1]):
             if candidate != value and frequent.get(candidate, 0) >= n * MIN_FREQUENCY_RATIO:
                 out[value] = candidate
                 break
