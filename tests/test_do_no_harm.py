@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import doctest
 import random
+import re
 
 import pandas as pd
 import pytest
@@ -236,3 +237,37 @@ def test_decoding_debris_stays_unless_asked_and_a_spelling_on_many_rows_stays():
     # "eng" and "ENG" are both the file's own spellings of one value: the lone "Eng" is no more wrong than "ENG"
     assert changed(drop, out, "language") == {}, names
     assert changed(drop, out, "kind") == {"RETAIL": "retail"}, names  # one spelling settled: the slip goes to it
+
+
+ONE_UNIT_SPELLING = '''import pandas as pd
+
+
+def unify_ounces(df: pd.DataFrame) -> pd.DataFrame:
+    """Write every unit of `ounces` as "oz." ("12.0 oz" -> "12.0 oz.")."""
+    df = df.copy()
+    df["ounces"] = df["ounces"].str.replace(r"\\s*(?:oz\\.?|OZ\\.?|ounce)$", " oz.", regex=True)
+    return df
+'''
+
+
+def test_a_model_function_merging_two_spellings_each_on_many_rows_is_sent_back(llm, tmp_path, sandbox):
+    # four spellings of the unit, none on most rows: "12.0 oz." is the most common, not the column's form
+    rng = random.Random(3)
+    units = ["oz."] * 38 + ["oz"] * 26 + ["ounce"] * 24 + ["OZ."] * 6 + ["oz. Silo Can"] * 6
+    drop = pd.DataFrame({"id": [str(i) for i in range(300)],
+                         "ounces": [f"{rng.choice(['12.0', '16.0'])} {rng.choice(units)}" for _ in range(300)]},
+                        dtype=object)
+    llm.add(reply(f"<issues>\n- ounces: units spelled four ways\n</issues>\n<code>\n```python\n{ONE_UNIT_SPELLING}```\n"
+                  "</code>\n<status>needs_more_work</status>"),
+            reply("<issues>\n</issues>\n<status>clean</status>"))
+    analyst = make_analyst("llm", model="openai/test-model", api_base=llm.api_base, api_key="test",
+                           cache_dir=tmp_path / "cache", backoff_s=0.01, backoff_max_s=0.05, timeout_s=5.0)
+    work = ChunkWork(dataset="d", drop="d.csv", chunk_id="c0", rows=drop.iloc[:50].reset_index(drop=True),
+                     holdout=drop.iloc[200:].reset_index(drop=True), reference=drop.iloc[:200].reset_index(drop=True))
+    store = RegistryStore(tmp_path / "registry.json", "d")
+    steps = list(run_chunk(work, analyst, store, sandbox, LoopSettings(max_steps=3)))
+    verdict = next(s for s in steps if isinstance(s, VerdictStep))
+    assert not verdict.accepted, "'12.0 oz' on a quarter of the rows was rewritten as if it were a slip"
+    assert "would do harm on the held-out rows" in verdict.reason
+    assert re.search(r"'1\d\.0 (?:oz|ounce)' -> '1\d\.0 oz\.'", verdict.reason), verdict.reason
+    assert store.load().entries == ()

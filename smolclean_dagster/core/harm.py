@@ -9,8 +9,10 @@ measures this on held-out rows and sends such a function back with the numbers (
 Which changes count as hitting a valid value (`looks_valid`):
 - another value of the same form, when the old value is common in its column (at least `COMMON_CELLS` rows,
   and at least 1/`RARER` of the new value's rows): a typo is rare, a value forty rows hold is not;
+- another value the column also holds on many rows, in another form that is not the column's dominant one
+  ("12.0 oz" on 621 rows -> "12.0 oz." on 924, where neither form is most of the column's);
 - the same value in another case, when the old spelling is common and at least as common as the new one
-  ("CEO" on forty rows -> "ceo" on five);
+  ("CEO" on forty rows -> "ceo" on five), or on `KEEP_CELLS` rows or more ("ENG" on 23 rows -> "eng" on 464);
 - any value written in the column's dominant form (the shape `DOMINANT_SHAPE` of its cells share), moved
   out of it ("2012/01/01" -> "2012-01-01" where every date reads "2012/01/01").
 A spelling of "no value" ("N/A", "") never counts: making it a null is a representation, not a loss. The
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from .detectors.boolean_spellings import SPELLINGS
+from .detectors.case_variants import KEEP_CELLS
 from .detectors.cells import is_null_token
 from .validate import as_text, changed_cells
 
@@ -105,12 +108,18 @@ class ValueCounts:
         old_key, new_key = old.strip(), (new or "").strip()
         if old_key == new_key or _same_boolean(old_key, new_key):  # the same value, written another way
             return False
-        if old_key.casefold() == new_key.casefold():  # another case: harm when it rewrites the more common spelling
-            if counts[old_key] >= COMMON_CELLS and counts[old_key] >= counts[new_key]:
+        if old_key.casefold() == new_key.casefold():
+            # another case: harm when it rewrites the more common spelling, or one written on so many rows that
+            # it was written so on purpose ("ENG" on 23 rows beside "eng" on 464), as the case rule keeps it
+            if counts[old_key] >= COMMON_CELLS and (counts[old_key] >= counts[new_key] or counts[old_key] >= KEEP_CELLS):
                 return True
-        elif counts[old_key] >= COMMON_CELLS and counts[old_key] * RARER >= counts[new_key] \
-                and shape(old_key) == shape(new_key):
-            return True
+        elif counts[old_key] >= COMMON_CELLS and counts[old_key] * RARER >= counts[new_key]:
+            if shape(old_key) == shape(new_key):
+                return True
+            # two spellings the column holds on many rows each ("12.0 oz" 621, "12.0 oz." 924): neither is evidently
+            # the wrong one, unless the new one is written in the form most of the column uses
+            if counts[new_key] >= COMMON_CELLS and shape(new_key) != self.dominant(column):
+                return True
         form = self.dominant(column) if forms else None
         return form is not None and shape(old_key) == form and shape(new_key) != form
 
