@@ -106,3 +106,20 @@ def test_the_readme_example_is_a_valid_reply():
     assert reply.function.name == "unify_city_spelling" and reply.function.columns == ("city",)
     assert reply.status == "needs_more_work" and [i.solved for i in reply.issues] == [False, False, True]
     assert reply.serves == (3,) and [(d.number, d.reason[:8]) for d in reply.declines] == [(7, "removing")]
+
+
+def test_a_table_of_values_does_not_name_the_columns_its_entries_spell():
+    code = '''import pandas as pd
+
+LANGUAGES = {"English": "eng", "Indonesian": "id", "id": "ind"}
+
+
+def unify_languages(df: pd.DataFrame) -> pd.DataFrame:
+    """Write each language of `language` as its code."""
+    df = df.copy()
+    df["language"] = df["language"].replace(LANGUAGES)
+    return df
+'''
+    reply = parse_analysis_reply(f"<code>\n```python\n{code}```\n</code>\n<status>needs_more_work</status>",
+                                 columns=["id", "language"])
+    assert reply.function.columns == ("language",), "the function never touches `id`"

@@ -117,11 +117,21 @@ def constants_of(code: str) -> dict[str, str]:
 
 
 def columns_in_code(code: str, columns: list[str] | tuple[str, ...]) -> list[str]:
-    """The `columns` the code names in a string literal, in the order of `columns`.
+    """The `columns` the code names in a string literal, in the order of `columns`. The entries of a table of
+    values are values, not columns: "id" in {"id": "Indonesian"} does not name the column `id` (a key mapped to
+    a table, {"city": {...}}, still may).
 
     Example:
         >>> columns_in_code("def f(df):\\n    return df.assign(city=df['city'].str.strip())\\n", ["id", "city"])
         ['city']
+        >>> columns_in_code("LANGS = {'id': 'ind'}\\ndef f(df):\\n    return df.assign(lang=df['lang'].replace(LANGS))\\n",
+        ...                 ["id", "lang"])
+        ['lang']
     """
-    literals = {n.value for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    tree = ast.parse(code)
+    # a value table's entries: a text value, and a key mapped to one (a key mapped to a table may be a column)
+    in_tables = {id(n) for d in ast.walk(tree) if isinstance(d, ast.Dict) for k, v in zip(d.keys, d.values)
+                 if isinstance(v, ast.Constant) for n in (k, v) if n is not None}
+    literals = {n.value for n in ast.walk(tree)
+                if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in in_tables}
     return [str(c) for c in columns if str(c) in literals]
