@@ -177,3 +177,26 @@ def test_a_learning_run_stops_asking_the_model_once_its_token_budget_is_spent(tm
     assert len(calls) == 3, len(calls)
     assert "token budget spent" in outcome.stopped
     assert outcome.module.exists(), "a run out of budget still ends with a module"
+
+
+def test_a_query_sees_the_rows_as_the_functions_so_far_clean_them(tmp_path, sandbox):
+    from smolclean_dagster.core.analysts import make_analyst
+    from smolclean_dagster.core.loop import ChunkWork, LoopSettings, run_chunk
+    from smolclean_dagster.core.registry import RegistryStore
+
+    df = pd.read_csv(addresses(tmp_path / "a.csv"), dtype=str, keep_default_na=False)
+    ask = '<issues>\n- city: rare spellings\n</issues>\n<query>df["city"].isin(["Chicgo", "Seatle"]).sum()</query>'
+    script = [reply(f"<issues>\n- city: misspellings\n</issues>\n<code>\n```python\n{FIX_CITY}```\n</code>\n"
+                    "<status>needs_more_work</status>"), reply(ask), reply(CLEAN)]
+    with ScriptedLLM(script=script) as llm:
+        analyst = make_analyst("llm", model="openai/test-model", api_base=llm.api_base, api_key="test",
+                               cache_dir=tmp_path / "cache", backoff_s=0.01, backoff_max_s=0.05, timeout_s=5.0)
+        work = ChunkWork(dataset="a", drop="a.csv", chunk_id="c0", rows=df.iloc[:50].reset_index(drop=True),
+                         holdout=df.iloc[2400:].reset_index(drop=True), reference=df.iloc[:2400].reset_index(drop=True),
+                         sample=df.iloc[:2400].reset_index(drop=True))
+        store = RegistryStore(tmp_path / "registry.json", "a")
+        list(run_chunk(work, analyst, store, sandbox, LoopSettings(max_steps=4)))
+        prompts = [r.prompt for r in llm.requests]
+    assert [e.function.name for e in store.load().entries] == ["fix_city_spellings"]
+    answer = prompts[2].split("returned:")[1].strip().splitlines()[0].strip()
+    assert answer in ("0", "np.int64(0)"), answer  # the two misspellings are fixed already

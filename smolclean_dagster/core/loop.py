@@ -137,6 +137,7 @@ def run_chunk(
             return
         step += 1
         started = time.perf_counter()
+        reference = None if work.reference is None else clean_with(registry, work.reference, runner)
         proposal = analyst.propose(
             AnalysisRequest(
                 dataset=work.dataset,
@@ -148,7 +149,7 @@ def run_chunk(
                 registry=summarise_registry(registry),
                 feedback=feedback,
                 rejected=tuple(rejected),
-                reference=None if work.reference is None else clean_with(registry, work.reference, runner),
+                reference=reference,
                 items=states,
                 planned=model and not settings.items,
                 why=work.why,
@@ -158,7 +159,7 @@ def run_chunk(
         fn = proposal.function
         answer = None
         if fn is None and proposal.query and not proposal.error:
-            answer = _answer(proposal.query, work, runner, settings)
+            answer = _answer(proposal.query, work.rows if reference is None else reference, runner, settings)
         yield ProposalStep(
             step=step,
             findings=len(findings),
@@ -320,9 +321,9 @@ def _value_counts(registry: Registry, reference: pd.DataFrame | None, runner: Co
     return _COUNTS[key]
 
 
-def _answer(query: str, work: ChunkWork, runner: CodeRunner, settings: LoopSettings) -> str:
-    """The answer to the model's read-only query over the drop's visible rows, or why it could not run."""
-    rows = work.reference if work.reference is not None else work.rows
+def _answer(query: str, rows: pd.DataFrame, runner: CodeRunner, settings: LoopSettings) -> str:
+    """The answer to the model's read-only query over the drop's visible rows as cleaned by the functions so far
+    (what the rows and evidence it is shown are), or why it could not run."""
     try:
         return queries.run_query(query, rows, runner, timeout_s=settings.timeout_s)
     except (queries.QueryError, *MODEL_FAULTS) as exc:

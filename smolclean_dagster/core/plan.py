@@ -231,8 +231,9 @@ def select_wave(
     back = sorted(set(held_out) - set(plan.returned)) if ask_model and not reasons else []
     if back and spare:
         best = max(spare, key=lambda i: (len(set(signatures.get(i, ())) & set(back)), -i))
-        reasons[best] = ("left on the held-out rows by the functions so far (look for the same dirt in the drop): "
-                         + ", ".join(back[:6]) + (" ..." if len(back) > 6 else ""))
+        reasons[best] = ("left on the held-out rows by the functions so far: " + ", ".join(back[:6])
+                         + (" ..." if len(back) > 6 else "") + " (look for the same dirt in the rows and evidence "
+                         "shown; where they do not show it, say so and stop)")
         spare.remove(best)
     if not reasons:
         stopped = "instruction items open but no chunk left" if open_items else "no new dirt"

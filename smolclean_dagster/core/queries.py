@@ -1,7 +1,7 @@
 """Read-only queries: the model asks a question of the drop and reads the answer in its next step.
 
 A reply may carry `<query>df[df["city"].str.len() < 4]["city"].value_counts()</query>`: one pandas
-expression over `df`, the drop's rows the analyst may see (every row but the held-out ones), as read. It is
+expression over `df`, the drop's rows the analyst may see (every row but the held-out ones), as cleaned so far. It is
 untrusted code like any function: wrapped in a function, screened by the same code gate, run in the sandbox
 on a copy of the rows, and its result (a frame, series or scalar) comes back as text cut to a budget. A query
 that fails is the model's fault and comes back as the error instead.
