@@ -126,8 +126,8 @@ def _without_rows(path: Path, fmt: str) -> pd.DataFrame:
 def iter_batches(path: Path | str, batch_size: int) -> Iterator[pd.DataFrame]:
     """Read a drop in batches of `batch_size` rows, raw like `read_drop`, in memory bounded by the batch.
 
-    Each block of `iter_encoded_batches` parsed here with `decode_batch`, as a sandbox worker of `smolclean
-    apply` parses it. Raises DropReadError like `read_drop`, also after the last batch when the file
+    Each block of `iter_encoded_batches` is parsed here with `decode_batch`, as a sandbox worker of
+    `smolclean apply` parses it. Raises DropReadError like `read_drop`, also after the last batch when the file
     changed or disappeared meanwhile (so a caller writing the batches somewhere must not publish them
     before the end).
     """
@@ -164,7 +164,8 @@ def iter_encoded_batches(path: Path | str, batch_size: int) -> Iterator[tuple[st
     fmt = drop_format(path)
     before = _file_version(path)
     if fmt == "json":
-        records = _json_array_records(path)
+        with _read_errors(path, fmt):
+            records = _json_array_records(path)
         for n, block in enumerate(json_array_blocks(records, batch_size)):
             yield "jsonl", block, min(batch_size, len(records) - n * batch_size), None
     elif fmt == "jsonl":
