@@ -73,7 +73,7 @@ def main_block(filename: str) -> str:
         texts = [d.text for d in kept if d.file == name and not d.is_import and d.text not in pasted]
         pasted.update(texts)
         if texts:
-            parts.append(f"# drop_io/{name}.py: {_summary(name)}\n" + "\n\n\n".join(texts))
+            parts.append(f"# drop_io/{name}.py\n# {_summary(name)}\n" + "\n\n\n".join(texts))
     body = "\n\n\n".join(parts)
     indented = "\n".join(("    " + line) if line.strip() else "" for line in body.splitlines())
     return _HEAD.format(filename=filename) + indented + "\n" + _TAIL.format(filename=filename)
@@ -95,7 +95,7 @@ def _definitions(name: str) -> list[_Definition]:
     lines = source.splitlines()
     out, previous_end = [], 0
     for i, node in enumerate(tree.body):
-        start = node.lineno
+        start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
         if i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             previous_end = node.end_lineno
             continue  # the file's docstring: the module has its own

@@ -1,4 +1,6 @@
-"""What a drop's formats read as: a block of CSV/TSV records, JSONL lines or an Arrow stream turned into a frame.
+"""A block of a drop parsed into the frame a cleaning function sees, each value typed as its format says.
+
+A block is CSV/TSV records, JSONL lines or an Arrow stream (see `blocks.py`).
 
 CSV/TSV: every cell the text exactly as written, "" for an empty cell (never null). JSON, JSONL: each
 value as JSON made it: str, int, float, bool, None, list, dict (an object column). Parquet: each value as
