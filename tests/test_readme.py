@@ -59,6 +59,12 @@ def test_every_docs_page_is_linked_from_the_readme_and_every_link_leads_to_a_fil
                 assert (page.parent / target).exists(), f"{page.relative_to(ROOT)} links to {target}, which is not there"
 
 
+def test_every_code_block_is_closed():
+    for page in PAGES:
+        fences = re.findall(r"^\s*(`{3,})", page.read_text(encoding="utf-8"), flags=re.M)
+        assert len(fences) % 2 == 0, f"{page.relative_to(ROOT)}: a code block is never closed"
+
+
 def test_the_readme_stays_a_front_page():
     """What a newcomer needs, readable in minutes: the reference lives in docs/."""
     readme = README.read_text(encoding="utf-8")
