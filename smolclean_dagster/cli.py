@@ -370,7 +370,9 @@ def _ui(args: argparse.Namespace) -> int:
     print(f"serving the datasets of {workdir} at http://{args.host}:{args.port}")
     for settings in load_workdir(workdir):
         print(f"  {settings.name}: new files in {settings.drops_dir}/ ({settings.glob}) are cleaned automatically")
-    cmd = [sys.executable, "-m", "dagster", "dev", "-m", "smolclean_dagster.location", "-h", args.host, "-p", str(args.port)]
+    # `dg dev`, which `dagster dev` is superseded by, serving this package's code location of the workdir.
+    dg = [sys.executable, "-c", "from dagster_dg_cli.cli import main; main()"]
+    cmd = [*dg, "dev", "-m", "smolclean_dagster.location", "-h", args.host, "-p", str(args.port)]
     # Stops on Ctrl-C, SIGTERM (service managers, containers) and SIGHUP, and takes every process it started along.
     return run_until_stopped(cmd, env=env)
 

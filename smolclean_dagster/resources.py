@@ -7,6 +7,9 @@ import dagster as dg
 from .core.sandbox import Sandbox, shared_sandbox
 from .settings import DatasetSettings
 
+#: The Dagster pool of the steps that call the LLM (a chunk's agent loop): caps how many run at once.
+LLM_POOL = "smolclean_llm"
+
 
 class SandboxResource(dg.ConfigurableResource):
     """The sandbox: warm, locked-down worker processes for generated code.

@@ -2,7 +2,7 @@
 
 `write_corpus(folder)` writes every case into `folder` and returns them. Each case says what reading
 it must give: a DropReadError whose message holds `expect` (and `line N` when the problem has a line),
-or, for files that are odd but valid, the number of rows read. The README's "Reliability" section
+or, for files that are odd but valid, the number of rows read. docs/reliability.md ("Bad input")
 describes the same classes in the user's words; keep the two in step.
 """
 
@@ -28,7 +28,7 @@ class BadDrop:
     """One malformed (or odd but valid) drop and what reading it must give."""
 
     name: str
-    kind: str  # the class of bad input, as the README names it
+    kind: str  # the class of bad input, as docs/reliability.md names it
     write: Callable[[Path], None]
     expect: str | None = None  # part of the DropReadError message; None: the file is read
     line: int | None = None  # the line the message must name

@@ -4,7 +4,7 @@
 
 `first` holds back the first chunk of each wave (in the drop's order) until every other chunk of its wave has
 finished, `last` the last one; every chunk's id is appended to the file FINISHED as its agent loop ends, so a
-test sees the order the chunks finished in. The hold-back is patched into the assets module here, at import:
+test sees the order the chunks finished in. The hold-back is patched into the chunk assets' module here, at import:
 the pool's worker processes import the main module of the process that started them, so they run it too.
 Nothing of this is part of smolclean.
 """
@@ -15,12 +15,12 @@ import sys
 import time
 from pathlib import Path
 
-from smolclean_dagster import assets
+from smolclean_dagster import chunk_assets
 
 #: Most seconds a chunk is held back (a wave with more chunks than workers could otherwise wait for ever).
 HOLD_BACK_S = 120.0
 
-_run_chunk = assets.run_chunk
+_run_chunk = chunk_assets.run_chunk
 
 
 def _held_back_run_chunk(work, *args, **kwargs):
@@ -41,7 +41,7 @@ def _finished() -> set[str]:
     return set(path.read_text(encoding="utf-8").split()) if path.exists() else set()
 
 
-assets.run_chunk = _held_back_run_chunk
+chunk_assets.run_chunk = _held_back_run_chunk
 
 
 if __name__ == "__main__":

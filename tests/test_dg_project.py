@@ -1,4 +1,4 @@
-"""The README's "In your Dagster deployment" path for a dg user, command by command, from nothing to a running
+"""The path of docs/deployment.md ("In your Dagster deployment") for a dg user, command by command, to a running
 project with the Component: create-dagster, the project installed, `dg scaffold defs`, `dg check defs`,
 `dg list defs`, `dg dev`.
 
@@ -64,7 +64,7 @@ def _env(python: Path) -> dict[str, str]:
             "DAGSTER_DG_UPDATE_CHECK_ENABLED": "0"}  # offline: create-dagster would ask PyPI for a newer version
 
 
-def test_the_readme_commands_take_a_dagster_user_to_a_running_project(venv: Path, tmp_path: Path):
+def test_the_documented_commands_take_a_dagster_user_to_a_running_project(venv: Path, tmp_path: Path):
     _run(venv, tmp_path, "create-dagster", "project", "shop", "--no-uv-sync")
     shop = tmp_path / "shop"
     _run(venv, shop, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", ".")

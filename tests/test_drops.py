@@ -164,3 +164,31 @@ def test_a_quoted_value_of_50000_lines_is_cut_and_cleaned_whole(tmp_path):
     assert proc.returncode == 0, proc.stderr
     back = pd.read_csv(out, dtype=str, keep_default_na=False)
     assert back.to_dict("list") == {"id": ["1", "2", "3"], "text": ["short", value, "end"], "tail": ["a", "b", "c"]}
+
+
+def test_learning_reads_a_drop_as_the_exported_module_does_in_every_format(tmp_path):
+    """Learning (`read_drop`) and the module's `__main__` (`drop_io`) read a drop through the same block
+    reader: the same rows, columns and typed values, in batches or whole."""
+    from smolclean_dagster.core.drop_io import decode_batch, encoded_batches
+
+    records = [{"id": i, "name": f" n{i} ", "tags": ["a", "b"] if i % 2 else [], "ok": i % 3 == 0,
+                "score": None if i % 4 == 0 else i / 3, **({"extra": {"k": i}} if i == 5 else {})} for i in range(7)]
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    (tmp_path / "a.json").write_text(json.dumps(records), encoding="utf-8")
+    pq.write_table(pa.Table.from_pylist([{k: v for k, v in r.items() if k != "extra"} for r in records]),
+                   tmp_path / "a.parquet")
+    (tmp_path / "a.csv").write_text('id,note\n1,"a, b"\n2,"two\nlines"\n3,N/A\n4,\n', encoding="utf-8")
+    (tmp_path / "a.tsv").write_text("id\tnote\n1\t x \n2\tnone\n", encoding="utf-8")
+    for name in ("a.jsonl", "a.json", "a.parquet", "a.csv", "a.tsv"):
+        path = tmp_path / name
+        learned = read_drop(path)
+        for rows in (1, 3, 1000):
+            module = pd.concat([decode_batch(kind, data) for kind, data, _ in encoded_batches(path, rows)],
+                               ignore_index=True)
+            module = module.where(module.notna(), None) if name.endswith(("json", "jsonl")) else module
+            assert list(module.columns) == list(learned.columns), name
+            assert module.to_dict("list") == learned.to_dict("list"), (name, rows)
+            streamed = pd.concat(list(iter_batches(path, rows)), ignore_index=True)
+            streamed = streamed.where(streamed.notna(), None) if name.endswith(("json", "jsonl")) else streamed
+            assert streamed.to_dict("list") == learned.to_dict("list"), (name, rows)
+    assert read_drop(tmp_path / "a.jsonl")["extra"].tolist() == [None] * 5 + [{"k": 5}, None]

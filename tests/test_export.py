@@ -48,6 +48,18 @@ def test_module_has_header_imports_functions_in_order_and_clean():
     assert "FUNCTIONS = [strip_city, null_tokens_age]" in src
 
 
+def test_the_module_imports_nothing_from_smolclean():
+    """The module's reader and writer are pasted in, so it runs where only pandas and pyarrow are installed."""
+    import ast
+
+    tree = ast.parse(render_module(registry()))
+    imported = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    imported += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert not [m for m in imported if m.startswith("smolclean")]
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level]
+    assert {"pandas", "pyarrow", "pyarrow.parquet"} <= set(imported)
+
+
 def test_reexporting_an_unchanged_registry_is_byte_identical(tmp_path):
     reg = registry()
     path = write_module(reg, tmp_path)

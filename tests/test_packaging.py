@@ -104,7 +104,7 @@ def _pins() -> dict[str, str]:
     return pins
 
 
-def test_each_deployment_has_an_extra_pinned_as_requirements_and_named_in_its_readme_section(wheel):
+def test_each_deployment_has_an_extra_pinned_as_requirements_and_named_in_its_docs_section(wheel):
     from packaging.requirements import Requirement
 
     metadata = zipfile.ZipFile(wheel).read("smolclean_dagster-0.1.0.dist-info/METADATA").decode()
@@ -115,7 +115,7 @@ def test_each_deployment_has_an_extra_pinned_as_requirements_and_named_in_its_re
             extra = re.search(r'extra == "(\w+)"', str(req.marker)).group(1)
             extras.setdefault(extra, {})[req.name.lower()] = str(req.specifier).removeprefix("==") or ",".join(sorted(req.extras))
     pins = _pins()
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "deployment.md").read_text(encoding="utf-8")
     for extra, (heading, module) in DEPLOYMENTS.items():
         assert module.replace("_", "-") in extras[extra], f"the {extra} extra does not install {module}"
         for name, version in extras[extra].items():

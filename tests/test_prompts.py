@@ -91,8 +91,9 @@ def test_the_merge_prompt_states_what_the_analysis_prompt_states_and_the_limit_r
         assert "JSON numbers, booleans, arrays, objects\n  and nulls as Python values" in system  # typed values
         assert "module constants `NAME = ...` whose value is a literal" in system
         assert f"costing more than {COST_LIMIT} (CPU time per cell it touches" in system
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    assert f"**{COST_LIMIT}**" in readme and "us per row" not in readme
+    root = Path(__file__).parents[1]
+    docs = "\n".join(p.read_text(encoding="utf-8") for p in [root / "README.md", *(root / "docs").glob("*.md")])
+    assert f"**{COST_LIMIT}**" in docs and "us per row" not in docs
 
 
 def test_the_prompt_examples_are_not_the_instructed_benchmark_declines():

@@ -1,4 +1,5 @@
-"""The README says what the code does: its settings table lists every setting with the code's default."""
+"""The README and the docs/ pages it links say what the code does: the settings table lists every setting
+with the code's default, wherever the table lives, and every page and link can be reached."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ from pydantic_core import PydanticUndefined
 
 from smolclean_dagster.settings import DatasetSettings
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+SETTINGS_HEADER = "| setting | default | what it sets |"
 
 
 def _shown(default: object) -> str:
-    """A default as the README's table writes it."""
+    """A default as the table writes it."""
     if default is PydanticUndefined:
         return "required"
     if default is None:
@@ -25,15 +29,45 @@ def _shown(default: object) -> str:
     return f"`{default}`"
 
 
+def _settings_table() -> str:
+    """The one settings table among the README and the docs pages: its header and its rows."""
+    found = [(page, page.read_text(encoding="utf-8")) for page in PAGES if SETTINGS_HEADER in page.read_text(encoding="utf-8")]
+    assert len(found) == 1, f"the settings table should be on exactly one page, found on {[str(p) for p, _ in found]}"
+    text = found[0][1]
+    table = text[text.index(SETTINGS_HEADER):]
+    return table.split("\n\n")[0]
+
+
 def test_the_settings_table_lists_every_setting_with_its_default_in_the_code():
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Settings\n") :]
-    section = section[: section.index("\n## ", 5)]
-    rows = re.findall(r"^\| `(\w+)` \| ([^|]+?) \|", section, flags=re.M)
+    rows = re.findall(r"^\| `(\w+)` \| ([^|]+?) \|", _settings_table(), flags=re.M)
     table = dict(rows)
     assert len(table) == len(rows), "a setting is listed twice"
     fields = DatasetSettings.model_fields
     assert list(table) == list(fields), "the table's settings differ from DatasetSettings' (names or order)"
     wrong = {name: (table[name], _shown(field.default)) for name, field in fields.items()
              if table[name] != _shown(field.default)}
-    assert not wrong, f"README default vs code default: {wrong}"
+    assert not wrong, f"table default vs code default: {wrong}"
+
+
+def test_every_docs_page_is_linked_from_the_readme_and_every_link_leads_to_a_file():
+    readme = README.read_text(encoding="utf-8")
+    unlinked = [p.name for p in PAGES[1:] if f"](docs/{p.name})" not in readme]
+    assert not unlinked, f"docs pages the README does not link: {unlinked}"
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
+            if not target.startswith(("http://", "https://")):
+                assert (page.parent / target).exists(), f"{page.relative_to(ROOT)} links to {target}, which is not there"
+
+
+def test_every_code_block_is_closed():
+    for page in PAGES:
+        fences = re.findall(r"^\s*(`{3,})", page.read_text(encoding="utf-8"), flags=re.M)
+        assert len(fences) % 2 == 0, f"{page.relative_to(ROOT)}: a code block is never closed"
+
+
+def test_the_readme_stays_a_front_page():
+    """What a newcomer needs, readable in minutes: the reference lives in docs/."""
+    readme = README.read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 150
+    for heading in ("## The two commands", "## A first dataset", "## In your Dagster project", "## Where to go next"):
+        assert heading in readme

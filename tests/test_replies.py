@@ -97,11 +97,11 @@ def test_merge_replies():
         parse_merge_reply("I would rather not.")
 
 
-def test_the_readme_example_is_a_valid_reply():
+def test_the_documented_example_is_a_valid_reply():
     from pathlib import Path
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    example = readme.split("## Reply format", 1)[1].split("````text\n", 1)[1].split("\n````", 1)[0]
+    page = (Path(__file__).parent.parent / "docs" / "reply-format.md").read_text(encoding="utf-8")
+    example = page.split("````text\n", 1)[1].split("\n````", 1)[0]
     reply = parse_analysis_reply(example, columns=["city", "spend", "name"])
     assert reply.function.name == "unify_city_spelling" and reply.function.columns == ("city",)
     assert reply.status == "needs_more_work" and [i.solved for i in reply.issues] == [False, False, True]

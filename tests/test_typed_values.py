@@ -217,8 +217,9 @@ def test_json_reads_and_writes_the_same_values_with_and_without_orjson(monkeypat
     """orjson (when installed) and the standard library give the same values, also where orjson refuses
     (integers over 64 bits, NaN) and the standard library takes over."""
     from smolclean_dagster.core import drop_io
+    from smolclean_dagster.core.drop_io import formats, writers
 
-    assert drop_io.orjson is not None, "orjson is a pinned dependency"
+    assert formats.orjson is not None and writers.orjson is not None, "orjson is a pinned dependency"
     lines = [json.dumps(_typed_record(i), ensure_ascii=False) for i in range(8)]
     lines += ['{"id": 8, "name": "Zoë Ünal", "score": 0.1, "when": "2024-01-02"}']
     refused = ['{"id": 9, "big": 123456789012345678901234567890}', '{"id": 10, "score": NaN}']
@@ -228,7 +229,8 @@ def test_json_reads_and_writes_the_same_values_with_and_without_orjson(monkeypat
         return [(frame, drop_io.jsonl_bytes(frame)) for frame in map(drop_io.decode_jsonl, blocks)]
 
     fast = read_write()
-    monkeypatch.setattr(drop_io, "orjson", None)
+    monkeypatch.setattr(formats, "orjson", None)  # the parser
+    monkeypatch.setattr(writers, "orjson", None)  # the writer
     slow = read_write()
     for (fast_frame, fast_out), (slow_frame, slow_out) in zip(fast, slow):
         assert fast_frame.columns.tolist() == slow_frame.columns.tolist()

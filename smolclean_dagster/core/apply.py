@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING
 
 
 from .delimited import describe_problem
-from .drop_io import BATCH_ROWS, BatchWriter, OutputIsInput, check_output, output_kind, remove_stale_temporaries
+from .drop_io.blocks import BATCH_ROWS
+from .drop_io.output_files import OutputIsInput, check_output, remove_stale_temporaries
+from .drop_io.writers import BatchWriter, output_kind
 from .drops import drop_format, iter_encoded_batches
 from .errors import DropReadError, SmolcleanError
 from .sandbox.errors import InputError

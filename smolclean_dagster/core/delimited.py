@@ -1,17 +1,16 @@
-"""Reading CSV/TSV drops raw, and saying exactly what is wrong with a broken one.
+"""Checking CSV/TSV drops as a whole, and saying exactly what is wrong with a broken one.
 
-Learning (`read_drop`) and cleaning (`iter_batches`) read delimited files through this one parser,
-pyarrow's CSV reader with every column as text and nothing turned into null, so a cleaning module
-always meets the rows it was validated on. Where that parser is lenient in a way that would lose or
-invent data, this module is strict and says where:
+Learning and cleaning parse delimited files the same way: cut into blocks of whole records
+(`drop_io.blocks`), each parsed by pyarrow's CSV reader with every column as text and nothing turned into
+null (`drop_io.formats`). Where that parser is lenient in a way that would lose or invent data, this module
+is strict and says where:
 
 - a row with more or fewer fields than the header is an error naming its line (pandas fills short rows
   with empty cells);
 - a quoted value that is never closed (a file cut off in the middle of a value) is an error naming the
   line it starts on (pyarrow would read the rest of the file into that one cell);
 - a header naming a column twice is an error (pandas renames the second one "a.1"); an empty header
-  cell gets pandas' name "Unnamed: N", the same on both paths;
-- a row longer than the reader's block (a 10 MB cell) makes the reader retry with larger blocks.
+  cell gets pandas' name "Unnamed: N", the same on every path.
 
 Finding the line of a problem takes another pass over the file with Python's csv module, so it is done
 only once something is known to be wrong.
@@ -24,17 +23,9 @@ import csv
 from collections.abc import Iterator
 from pathlib import Path
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import pandas as pd
-
 from .errors import DropReadError
 
-#: The reader's first block size; a row longer than a block makes it start again with 8x larger ones.
-#: 1 MiB keeps the peak memory of reading a drop to learn from bounded.
-BLOCK_BYTES = 1 << 20
-#: The longest row we read (pyarrow's blocks are indexed with 32-bit integers).
+#: The longest value the csv module reads here (pyarrow's blocks are indexed with 32-bit integers).
 MAX_BLOCK_BYTES = 1 << 30
 
 
@@ -58,58 +49,6 @@ def delimited_header(path: Path, sep: str) -> list[str]:
             )
         seen[name] = i
     return names
-
-
-def delimited_frames(path: Path, sep: str, names: list[str]) -> Iterator[pd.DataFrame]:
-    """The rows of a CSV/TSV file as frames of text columns named `names`, in order, as pyarrow reads them.
-
-    Raises DropReadError naming the line for a ragged row, an unclosed quote or bytes that are not UTF-8.
-    """
-    import pyarrow as pa
-
-    check_quotes_closed(path, sep)
-    done, block = 0, BLOCK_BYTES
-    while True:
-        skip = done  # rows already given out by an attempt with smaller blocks
-        try:
-            for table in _arrow_tables(path, sep, names, block):
-                if skip:
-                    cut = min(skip, table.num_rows)
-                    table, skip = table.slice(cut), skip - cut
-                if table.num_rows:
-                    done += table.num_rows
-                    yield table.to_pandas().astype(object)
-            return
-        except pa.ArrowInvalid as exc:
-            if "straddl" in str(exc) and block < MAX_BLOCK_BYTES:
-                block *= 8  # a row longer than a block: read again with larger blocks, skipping what was given
-                continue
-            fmt = "TSV" if sep == "\t" else "CSV"
-            raise DropReadError(f"{path}: {describe_problem(path, sep) or f'cannot parse as {fmt}: {exc}'}") from exc
-
-
-def _arrow_tables(path: Path, sep: str, names: list[str], block: int):
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    # pyarrow reads the header itself (blank lines and quoted line breaks in it are handled the same way
-    # as in the data) and every column is typed as text by its name as written.
-    with _large_fields(), path.open(encoding="utf-8-sig", newline="") as fh:
-        raw = next((row for row in csv.reader(fh, delimiter=sep) if row), [])
-    convert = pacsv.ConvertOptions(
-        column_types={name: pa.string() for name in raw},
-        null_values=[],
-        strings_can_be_null=False,
-        quoted_strings_can_be_null=False,
-    )
-    reader = pacsv.open_csv(
-        path,
-        read_options=pacsv.ReadOptions(block_size=block),
-        parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=True),
-        convert_options=convert,
-    )
-    for batch in reader:
-        yield pa.Table.from_batches([batch]).rename_columns(names)
 
 
 def check_quotes_closed(path: Path, sep: str) -> None:

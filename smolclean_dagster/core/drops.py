@@ -2,12 +2,16 @@
 
 A drop is read RAW: every CSV/TSV cell is the string exactly as written, so "N/A", "" and "none" reach
 the analyst and the cleaning functions unchanged. JSON, JSONL and Parquet values keep their types: a
-number stays a number, a list a list, an object a dict, null None (see `drop_io`, which the exported
-module's `__main__` shares, so learning and both ways of cleaning see the same values).
+number stays a number, a list a list, an object a dict, null None.
+
+There is one way to read a drop, for learning and cleaning alike: `iter_encoded_batches` checks the file
+as a whole and cuts it into blocks with `drop_io` (the code the exported module's `__main__` carries), and
+`drop_io`'s `decode_batch` parses each block, here (`iter_batches`, `read_drop`) or in `smolclean apply`'s
+sandbox workers. So a module always meets the rows it was learned and validated on.
 
 A drop that cannot be read as it is raises DropReadError naming the file, the problem and, where there
-is one, the line; nothing is guessed (see the README, "Reliability", for each kind of bad file). A file
-that changes or disappears while it is read raises too, so no output is ever made from half a file.
+is one, the line; nothing is guessed (see docs/reliability.md for each kind of bad file). A file that
+changes or disappears while it is read raises too, so no output is ever made from half a file.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .delimited import check_quotes_closed, delimited_frames, delimited_header, describe_problem
-from .drop_io import _json_kind, arrow_frame, arrow_stream, delimited_blocks, json_frame, jsonl_blocks, parse_json_lines
+from .delimited import check_quotes_closed, delimited_header, describe_problem
+from .drop_io.blocks import BATCH_ROWS, delimited_blocks, json_array_blocks, jsonl_blocks
+from .drop_io.formats import JsonlError, arrow_stream, decode_batch, json_kind
 from .errors import DropReadError
 
 if TYPE_CHECKING:  # the readers import pandas: `smolclean apply`'s process only splits drops and never needs it
@@ -86,23 +91,112 @@ def read_drop(path: Path | str) -> pd.DataFrame:
     Raises DropReadError naming the file and the reason (and the line, where there is one) when the
     file cannot be read. A file with a header and no rows is read as zero rows.
     """
+    import pandas as pd
+
     path = Path(path)
     fmt = drop_format(path)
-    before = _file_version(path)
-    with _read_errors(path, fmt):
-        if fmt in ("csv", "tsv"):
-            df = _read_delimited(path, "\t" if fmt == "tsv" else ",")
-        elif fmt == "jsonl":
-            df = _read_jsonl(path)
-        elif fmt == "json":
-            df = _read_json_array(path)
-        else:
-            df = _read_parquet(path)
-    _check_unchanged(path, before)
+    frames = list(iter_batches(path, BATCH_ROWS))
+    if not frames:
+        df = _without_rows(path, fmt)
+    elif len(frames) == 1:
+        df = frames[0]
+    else:
+        df = pd.concat(frames, ignore_index=True)
+        if any(list(f.columns) != list(df.columns) for f in frames):  # JSON records with keys the first block lacks
+            df = df.where(df.notna(), None)  # where a record lacks a key, None as in one block (`json_frame`)
     if df.shape[1] == 0:
         raise DropReadError(f"{path}: no columns found; is the file empty?")
     df.columns = [str(c) for c in df.columns]
     return df.reset_index(drop=True)
+
+
+def _without_rows(path: Path, fmt: str) -> pd.DataFrame:
+    """The frame of a drop with a header (or a schema) and no rows: its columns, empty."""
+    import pandas as pd
+
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        names = pq.read_schema(path).names
+    else:
+        names = delimited_header(path, "\t" if fmt == "tsv" else ",")
+    return pd.DataFrame({name: pd.Series([], dtype=object) for name in names})
+
+
+def iter_batches(path: Path | str, batch_size: int) -> Iterator[pd.DataFrame]:
+    """Read a drop in batches of `batch_size` rows, raw like `read_drop`, in memory bounded by the batch.
+
+    Each block of `iter_encoded_batches` is parsed here with `decode_batch`, as a sandbox worker of
+    `smolclean apply` parses it. Raises DropReadError like `read_drop`, also after the last batch when the file
+    changed or disappeared meanwhile (so a caller writing the batches somewhere must not publish them
+    before the end).
+    """
+    path = Path(path)
+    fmt = drop_format(path)
+    for kind, data, _, lines in iter_encoded_batches(path, batch_size):
+        try:
+            frame = decode_batch(kind, data)
+        except JsonlError as exc:
+            where = f"line {lines[exc.index]}" if lines and exc.index < len(lines) else "a line"
+            raise DropReadError(f"{path}: {where} {exc}") from None
+        except ValueError as exc:  # pyarrow's CSV errors count rows from the block's start: find the line
+            if fmt not in ("csv", "tsv"):
+                raise DropReadError(f"{path}: cannot read as {fmt}: {exc}") from exc
+            problem = describe_problem(path, "\t" if fmt == "tsv" else ",")
+            raise DropReadError(f"{path}: {problem or f'cannot parse as {fmt.upper()}: {exc}'}") from exc
+        yield frame
+
+
+def iter_encoded_batches(path: Path | str, batch_size: int) -> Iterator[tuple[str, bytes, int, list[int] | None]]:
+    """A drop checked as a whole and cut into blocks of bytes for `decode_batch`, as (kind, bytes, rows,
+    line numbers).
+
+    The checks need the whole file and come before the first block: a text drop is text in UTF-8 (not a
+    binary file, not UTF-16); a CSV/TSV header names every column once and every quoted value is closed; a
+    JSON array is valid JSON holding objects; a Parquet schema has no raw bytes; JSON and JSONL hold at
+    least one record. Then `drop_io` cuts the file as the exported module does: JSONL as its own lines
+    ("jsonl", with each row's line number, so a parse error names the line); CSV and TSV as the header and
+    whole records, as written ("csv", "tsv"); Parquet as Arrow streams of its batches ("table"); a JSON
+    array, read whole, as JSONL lines ("jsonl"). Raises DropReadError naming the file, also after the last
+    block when the file changed or disappeared meanwhile.
+    """
+    path = Path(path)
+    fmt = drop_format(path)
+    before = _file_version(path)
+    if fmt == "json":
+        with _read_errors(path, fmt):
+            records = _json_array_records(path)
+        for n, block in enumerate(json_array_blocks(records, batch_size)):
+            yield "jsonl", block, min(batch_size, len(records) - n * batch_size), None
+    elif fmt == "jsonl":
+        _check_text(path, fmt)
+        rows = 0
+        with _read_errors(path, fmt):
+            for block, lines in jsonl_blocks(path, batch_size):
+                rows += len(lines)
+                yield "jsonl", block, len(lines), lines
+        if not rows:
+            raise DropReadError(f"{path}: holds no records; nothing to read")
+    elif fmt == "parquet":
+        with _read_errors(path, fmt):
+            for batch in _parquet_record_batches(path, batch_size):
+                yield "table", arrow_stream(batch), batch.num_rows, None
+    else:
+        sep = "\t" if fmt == "tsv" else ","
+        _delimited_names(path, sep)  # text, with a header that names every column once
+        check_quotes_closed(path, sep)
+        with _read_errors(path, fmt):
+            for block, rows, _ in delimited_blocks(path, sep, batch_size):
+                yield fmt, block, rows, None  # a parse error is placed by `describe_problem`
+    _check_unchanged(path, before)
+
+
+def _parquet_record_batches(path: Path, batch_size: int):
+    import pyarrow.parquet as pq
+
+    parquet = pq.ParquetFile(path)
+    _check_parquet_schema(path, parquet.schema_arrow)
+    yield from parquet.iter_batches(batch_size=batch_size)
 
 
 @contextlib.contextmanager
@@ -180,16 +274,6 @@ def _check_text(path: Path, fmt: str) -> None:
         )
 
 
-def _read_delimited(path: Path, sep: str) -> pd.DataFrame:
-    import pandas as pd
-
-    names = _delimited_names(path, sep)
-    frames = list(_delimited_rows(path, sep, names))
-    if not frames:
-        return pd.DataFrame({name: pd.Series([], dtype=object) for name in names})
-    return pd.concat(frames, ignore_index=True)
-
-
 def _delimited_names(path: Path, sep: str) -> list[str]:
     _check_text(path, "tsv" if sep == "\t" else "csv")
     try:
@@ -198,65 +282,8 @@ def _delimited_names(path: Path, sep: str) -> list[str]:
         raise DropReadError(f"{path}: {describe_problem(path, sep) or exc}") from exc
 
 
-def _delimited_rows(path: Path, sep: str, names: list[str]) -> Iterator[pd.DataFrame]:
-    try:
-        yield from delimited_frames(path, sep, names)
-    except UnicodeDecodeError as exc:
-        raise DropReadError(f"{path}: {describe_problem(path, sep) or exc}") from exc
-
-
-def _records_frame(path: Path, records: list[object], lines: list[int] | None = None) -> pd.DataFrame:
-    for i, rec in enumerate(records):
-        if not isinstance(rec, dict):
-            where = f"line {lines[i]}" if lines else f"record {i + 1}"
-            raise DropReadError(f"{path}: {where} is a JSON {_json_kind(rec)}, expected an object {{...}}")
-    if not records:
-        raise DropReadError(f"{path}: holds no records; nothing to read")
-    return json_frame(records)
-
-
-def _read_jsonl(path: Path) -> pd.DataFrame:
-    records, lines = [], []
-    for batch_records, batch_lines in _jsonl_records(path, None):
-        records += batch_records
-        lines += batch_lines
-    return _records_frame(path, records, lines)
-
-
-def _jsonl_records(path: Path, batch_rows: int | None) -> Iterator[tuple[list[object], list[int]]]:
-    """The records of a JSONL file with their line numbers, `batch_rows` at a time (all at once for None)."""
-    _check_text(path, "jsonl")
-    texts, lines = [], []
-    with path.open(encoding="utf-8-sig") as fh:
-        lineno = 0
-        try:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                texts.append(line)
-                lines.append(lineno)
-                if len(texts) == batch_rows:
-                    yield _parse_lines(path, texts, lines), lines
-                    texts, lines = [], []
-        except UnicodeDecodeError as exc:
-            raise DropReadError(f"{path}: line {lineno + 1} is not valid UTF-8; re-encode the file as UTF-8") from exc
-    if texts or batch_rows is None:
-        yield _parse_lines(path, texts, lines), lines
-
-
-def _parse_lines(path: Path, texts: list[str], lines: list[int]) -> list[object]:
-    try:
-        return parse_json_lines(texts)
-    except json.JSONDecodeError:
-        for text, lineno in zip(texts, lines):  # which line: parse them one by one
-            try:
-                json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise DropReadError(f"{path}: line {lineno} is not valid JSON: {exc.msg} (column {exc.colno})") from exc
-        raise
-
-
-def _read_json_array(path: Path) -> pd.DataFrame:
+def _json_array_records(path: Path) -> list[dict]:
+    """The records of a JSON array, read whole and checked: valid JSON, an array, of objects, at least one."""
     _check_text(path, "json")
     text = path.read_text(encoding="utf-8-sig")
     try:
@@ -266,15 +293,13 @@ def _read_json_array(path: Path) -> pd.DataFrame:
         problem = exc.msg.removesuffix(" starting at")  # "Unterminated string starting at": the position says where
         raise DropReadError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {problem}{cut}") from exc
     if not isinstance(data, list):
-        raise DropReadError(f"{path}: expected a JSON array of objects [{{...}}, ...], found a JSON {_json_kind(data)}")
-    return _records_frame(path, data)
-
-
-def _read_parquet(path: Path) -> pd.DataFrame:
-    import pyarrow.parquet as pq
-
-    _check_parquet_schema(path, pq.read_schema(path))
-    return arrow_frame(pq.read_table(path))
+        raise DropReadError(f"{path}: expected a JSON array of objects [{{...}}, ...], found a JSON {json_kind(data)}")
+    for i, record in enumerate(data):
+        if not isinstance(record, dict):
+            raise DropReadError(f"{path}: record {i + 1} is a JSON {json_kind(record)}, expected an object {{...}}")
+    if not data:
+        raise DropReadError(f"{path}: holds no records; nothing to read")
+    return data
 
 
 def _check_parquet_schema(path: Path, schema) -> None:
@@ -340,112 +365,3 @@ def make_chunks(drop: str, n_rows: int, size: int) -> list[Chunk]:
     if size <= 0:
         raise ValueError("chunk size must be positive")
     return [Chunk(drop, start, min(start + size, n_rows)) for start in range(0, n_rows, size)]
-
-
-def iter_batches(path: Path | str, batch_size: int) -> Iterator[pd.DataFrame]:
-    """Read a drop in batches of `batch_size` rows, raw like `read_drop`, in memory bounded by the batch.
-
-    CSV and TSV stream through the same pyarrow reader as `read_drop`, JSONL line by line, Parquet row
-    group by row group; a JSON array is one value and is read whole, then sliced. Raises DropReadError like
-    `read_drop`, also after the last batch when the file changed or disappeared meanwhile (so a caller
-    writing the batches somewhere must not publish them before the end).
-    """
-    path = Path(path)
-    fmt = drop_format(path)
-    if fmt == "json":
-        df = read_drop(path)
-        for start in range(0, len(df), batch_size):
-            yield df.iloc[start : start + batch_size].reset_index(drop=True)
-        return
-    before = _file_version(path)
-    if fmt == "jsonl":
-        batches = _jsonl_batches(path, batch_size)
-    elif fmt == "parquet":
-        batches = _parquet_batches(path, batch_size)
-    else:
-        batches = _delimited_batches(path, "\t" if fmt == "tsv" else ",", batch_size)
-    with _read_errors(path, fmt):
-        yield from batches
-    _check_unchanged(path, before)
-
-
-def iter_encoded_batches(path: Path | str, batch_size: int) -> Iterator[tuple[str, bytes, int, list[int] | None]]:
-    """A drop in batches of bytes for a sandbox worker to parse, as (kind, bytes, rows, line numbers).
-
-    This process only splits the file; the workers turn the bytes into frames side by side, with the same
-    code as the exported module (`drop_io`). JSONL goes as its own lines ("jsonl", with each row's line
-    number, so a worker's parse error can name the line); CSV and TSV as the header and whole records, as
-    written ("csv", "tsv"); Parquet as Arrow streams of its batches ("table"); a JSON array, read whole, as
-    frames (`wire`, "frame"). Raises DropReadError like `iter_batches`; a worker that cannot parse a CSV
-    block says so, and `describe_problem` then names the line.
-    """
-    path = Path(path)
-    fmt = drop_format(path)
-    if fmt == "json":
-        from .sandbox.wire import encode_frame
-
-        for frame in iter_batches(path, batch_size):
-            yield "frame", encode_frame(frame), len(frame), None
-        return
-    before = _file_version(path)
-    if fmt == "jsonl":
-        _check_text(path, fmt)
-        rows = 0
-        with _read_errors(path, fmt):
-            for block, lines in jsonl_blocks(path, batch_size):
-                rows += len(lines)
-                yield "jsonl", block, len(lines), lines
-        if not rows:
-            raise DropReadError(f"{path}: holds no records; nothing to read")
-    elif fmt == "parquet":
-        with _read_errors(path, fmt):
-            for batch in _parquet_record_batches(path, batch_size):
-                yield "table", arrow_stream(batch), batch.num_rows, None
-    else:
-        sep = "\t" if fmt == "tsv" else ","
-        _delimited_names(path, sep)  # text, with a header that names every column once
-        check_quotes_closed(path, sep)
-        with _read_errors(path, fmt):
-            for block, rows, _ in delimited_blocks(path, sep, batch_size):
-                yield fmt, block, rows, None  # a worker's parse error is placed by `describe_problem`
-    _check_unchanged(path, before)
-
-
-def _jsonl_batches(path: Path, batch_size: int) -> Iterator[pd.DataFrame]:
-    any_rows = False
-    for records, lines in _jsonl_records(path, batch_size):
-        any_rows = True
-        yield _records_frame(path, records, lines)
-    if not any_rows:
-        _records_frame(path, [], [])  # raises: the file holds no records
-
-
-def _parquet_batches(path: Path, batch_size: int) -> Iterator[pd.DataFrame]:
-    for batch in _parquet_record_batches(path, batch_size):
-        yield arrow_frame(batch)
-
-
-def _parquet_record_batches(path: Path, batch_size: int):
-    import pyarrow.parquet as pq
-
-    parquet = pq.ParquetFile(path)
-    _check_parquet_schema(path, parquet.schema_arrow)
-    yield from parquet.iter_batches(batch_size=batch_size)
-
-
-def _delimited_batches(path: Path, sep: str, batch_size: int) -> Iterator[pd.DataFrame]:
-    import pandas as pd
-
-    names = _delimited_names(path, sep)
-    pending: list[pd.DataFrame] = []
-    rows = 0
-    for frame in _delimited_rows(path, sep, names):
-        pending.append(frame)
-        rows += len(frame)
-        while rows >= batch_size:
-            joined = pd.concat(pending, ignore_index=True)
-            yield joined.iloc[:batch_size].reset_index(drop=True)
-            rest = joined.iloc[batch_size:].reset_index(drop=True)
-            pending, rows = [rest], len(rest)
-    if rows:
-        yield pd.concat(pending, ignore_index=True)

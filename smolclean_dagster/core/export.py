@@ -2,7 +2,7 @@
 
 The module is what users review and commit: a header, the merged imports, the functions in order,
 `FUNCTIONS`, `clean(df)` and a `__main__` that cleans a file batch by batch with the same reading and
-writing code as `smolclean apply` (`drop_io`). The same registry always renders the
+writing code as `smolclean apply` (`drop_io`, pasted in by `module_main`). The same registry always renders the
 same bytes, so re-exporting an unchanged registry changes nothing in version control.
 """
 
@@ -11,48 +11,13 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from . import drop_io, frozen
+from . import frozen
 from .errors import ExportError
 from .files import write_atomic
 from .functions import split_imports
+from .module_main import main_block
 from .registry import Registry
 from .sandbox.gate import READ_ONLY_CALL, READ_ONLY_IMPORT
-
-_MAIN_HEAD = """
-
-if __name__ == "__main__":
-    # Cleans a file batch by batch, in memory bounded by the batch, on every core:
-    #     python {filename} IN OUT [BATCH_ROWS [WORKERS]]
-    # IN: .csv .tsv .jsonl .json .parquet; OUT: .csv .tsv .jsonl .parquet, never IN itself (exit code 2);
-    # BATCH_ROWS: rows per batch (10000);
-    # WORKERS: processes cleaning batches side by side (one per core).
-    # The reading and writing below is smolclean's own (smolclean_dagster/core/drop_io.py), copied here so this
-    # file needs only pandas and pyarrow, and gives the same output as `smolclean apply`.
-"""
-
-_MAIN_TAIL = """
-    import sys as _sys
-
-    if len(_sys.argv) not in (3, 4, 5) or not all(_a.isdigit() and int(_a) > 0 for _a in _sys.argv[3:]):
-        _sys.exit("usage: python {filename} IN OUT [BATCH_ROWS [WORKERS]]")
-    try:
-        _rows_in, _rows_out = clean_file(clean, _sys.argv[1], _sys.argv[2], int(_sys.argv[3]) if _sys.argv[3:] else BATCH_ROWS,
-                                         int(_sys.argv[4]) if _sys.argv[4:] else None)
-    except (OSError, ValueError) as _exc:
-        print(f"{{_sys.argv[1]}}: {{_exc}}", file=_sys.stderr)
-        _sys.exit(2)
-    print(f"cleaned {{_rows_in}} rows of {{_sys.argv[1]}} -> {{_sys.argv[2]}} ({{_rows_out}} rows)")
-"""
-
-
-def _main_block(filename: str) -> str:
-    """The module's `__main__` block: `drop_io`'s source without its docstring, then the command line."""
-    source = Path(drop_io.__file__).read_text(encoding="utf-8")
-    tree = ast.parse(source)
-    first = tree.body[1].lineno if isinstance(tree.body[0], ast.Expr) else 1
-    body = "\n".join(("    " + line) if line.strip() else "" for line in source.splitlines()[first - 1:])
-    return _MAIN_HEAD.format(filename=filename) + body.rstrip() + "\n" + _MAIN_TAIL.format(filename=filename)
-
 
 def module_filename(dataset: str) -> str:
     """The file name of a dataset's exported module."""
@@ -103,7 +68,7 @@ def render_module(registry: Registry, *, with_main: bool = True) -> str:
     )
     source = "\n\n\n".join(parts) + "\n"
     if with_main:
-        source += _main_block(module_filename(registry.dataset))
+        source += main_block(module_filename(registry.dataset))
     try:
         ast.parse(source)
     except SyntaxError as exc:

@@ -1,7 +1,7 @@
 """A server program run in the foreground until it exits or we are asked to stop (`smolclean ui`).
 
 Service managers, containers and CI stop a program with SIGTERM, a terminal with Ctrl-C (SIGINT), a closed
-terminal with SIGHUP. `dagster dev` stops its webserver, daemon and code servers on Ctrl-C only, and
+terminal with SIGHUP. `dg dev` (like `dagster dev`) stops its webserver, daemon and code servers on Ctrl-C only, and
 processes started in a background job inherit SIGINT ignored. So the server runs in a process group of its
 own, started with the default signal handling whatever ours was; any stop signal we get becomes one SIGINT
 to that whole group (Ctrl-C as in a terminal); after `grace_s` whatever is left of the group is killed.

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from .drop_io import plain_value
+from .drop_io.writers import plain_value
 from .drops import drop_key, iter_batches
 from .errors import SmolcleanError
 from .loop import MODEL_FAULTS

@@ -1,7 +1,7 @@
 """Watching a drop folder: which files are finished and new, which are still being written, which can't be read.
 
 The sensor of each dataset calls `observe` once per tick with what `scan_folder` sees, and keeps the
-returned `WatchCursor` (JSON) as its cursor. The rules, in the user's words (README, "Drop folders"):
+returned `WatchCursor` (JSON) as its cursor. The rules, in the user's words (docs/drop-folders.md):
 
 - A file is picked up once its size and modification time are the same on `stable_ticks` looks in a row
   (default 2), so a file still being copied in is left alone until it stops changing.

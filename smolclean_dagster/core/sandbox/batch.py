@@ -72,7 +72,7 @@ class BatchRunner:
 
     def run_encoded(self, data: bytes, *, input: str, sample_first: int = 0, sample_stride: int = 0) -> EncodedBatch:  # noqa: A002
         """Clean one batch given as the input file's bytes: `input` "jsonl" (whole lines), "csv" or "tsv" (the
-        header and whole records), "table" (an Arrow stream of a Parquet batch) or "frame" (`wire.encode_frame`).
+        header and whole records) or "table" (an Arrow stream of a Parquet batch), as `drops.iter_encoded_batches` cuts it.
         The worker parses it, runs the entry and writes the result as this runner's `output` kind; the rows at
         `sample_first::sample_stride` come back as a sample (none for 0).
 

@@ -2,7 +2,7 @@
 
 The orchestrator starts it as `python -I worker.py --memory-mb N --max-output-mb M [--disable a,b]`, by
 file path, in an empty directory with a clean environment. It imports only the standard library, numpy,
-pandas, pyarrow and pyseccomp, plus its siblings `wire.py` and `lockdown.py` and `../drop_io.py` and
+pandas, pyarrow and pyseccomp, plus its siblings `wire.py` and `lockdown.py` and `../drop_io/` and
 `../frozen.py`, which it loads by path.
 
 Life of the zygote: warm up (import everything generated code may use and exercise pandas' lazy paths),
@@ -39,8 +39,12 @@ import traceback
 
 
 def _load_sibling(name: str):
-    path = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py"))
-    spec = importlib.util.spec_from_file_location(f"smolclean_sandbox_{os.path.basename(name)}", path)
+    path = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), name))
+    if os.path.isdir(path):  # a package: its files import one another relatively
+        spec = importlib.util.spec_from_file_location(f"smolclean_sandbox_{os.path.basename(name)}",
+                                                      os.path.join(path, "__init__.py"), submodule_search_locations=[path])
+    else:
+        spec = importlib.util.spec_from_file_location(f"smolclean_sandbox_{os.path.basename(name)}", f"{path}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -418,9 +422,9 @@ def _run(function, frame: pd.DataFrame, encode, as_what: str, max_output: int) -
 
 
 def _decode_input(kind: str, data: bytes) -> pd.DataFrame:
-    """A batch as `smolclean apply` sends it: JSONL lines, CSV/TSV records, an Arrow stream of a Parquet
-    batch or a frame (`wire`), turned into the frame the exported module's reader makes."""
-    return wire.decode_frame(data) if kind == "frame" else drop_io.decode_batch(kind, data)
+    """A batch as `smolclean apply` sends it: JSONL lines, CSV/TSV records or an Arrow stream of a Parquet
+    batch, turned into the frame the exported module's reader makes."""
+    return drop_io.decode_batch(kind, data)
 
 
 def _describe_failure(exc: BaseException) -> dict:

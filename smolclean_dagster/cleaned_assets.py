@@ -1,0 +1,73 @@
+"""Cleaning drops, as an asset: each drop cleaned by the live module version, with its checks.
+
+module_version (module_versions.py: proposed or live) -> cleaned_data (per drop)
+"""
+
+# No `from __future__ import annotations`: Dagster reads the asset functions' type hints as classes.
+
+import dagster as dg
+
+from .asset_keys import DatasetKeys
+from .checks import cleaned_check_results, cleaned_check_specs
+from .core.apply import apply_module, read_module_version
+from .core.errors import SmolcleanError
+from .core.watch import FileState
+from .drop_folder import find_drop_file
+from .live_module import VERSION_TAG, CleanConfig, cleaning_module_for
+from .metadata import findings_metadata
+from .partitions import drops_partitions
+from .resources import SandboxResource
+from .settings import DatasetSettings
+
+
+def cleaned_data_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDefinition:
+    """`<name>/cleaned_data`: a drop cleaned by the live module version, per drop."""
+    drops = drops_partitions(s.name)
+
+    @dg.asset(key=keys.key("cleaned_data"), partitions_def=drops, group_name=keys.group,
+              deps=[keys.key("module_version")], check_specs=cleaned_check_specs(keys.key("cleaned_data"), drops),
+              kinds={"pandas", s.cleaned_format})
+    def cleaned_data(context: dg.AssetExecutionContext, smolclean_sandbox: SandboxResource,
+                     config: CleanConfig) -> dg.MaterializeResult:
+        """The drop cleaned by the live module version (or the one the run's config names) in parallel sandbox
+        batches, named after the drop, with the version that cleaned it and the issues the detectors still find
+        (checks: every row kept, residual issues under the threshold)."""
+        module, number = cleaning_module_for(s, config.version)
+        context.instance.add_run_tags(context.run.run_id, {VERSION_TAG: str(number) if number else "unversioned"})
+        src = find_drop_file(s, context.partition_key)
+        source, state = module.read_text(encoding="utf-8"), FileState.of(src)
+        sandbox = smolclean_sandbox.get()
+        try:
+            result = apply_module(
+                source, src, s.cleaned_path(src), sandbox=sandbox, batch_size=s.apply_batch_size,
+                workers=s.apply_workers,
+                on_batch=lambda n, rows: context.log.info(f"{src.name}: batch {n} done, {rows} rows"),
+            )
+        except SmolcleanError as exc:  # the drop cannot be read, or cannot be cleaned where the settings say
+            raise dg.Failure(description=str(exc), metadata={"file": dg.MetadataValue.path(str(src)),
+                                                            "reason": dg.MetadataValue.text(str(exc))}) from exc
+        report, version = result.residual, read_module_version(source)
+        return dg.MaterializeResult(
+            metadata={
+                "output": dg.MetadataValue.path(str(result.output)),
+                "source": dg.MetadataValue.path(str(src)),
+                "source_fingerprint": dg.MetadataValue.text(state.fingerprint),
+                "rows_in": dg.MetadataValue.int(result.rows_in),
+                "rows_out": dg.MetadataValue.int(result.rows_out),
+                "batches": dg.MetadataValue.int(result.batches),
+                "workers": dg.MetadataValue.int(result.workers),
+                "seconds": dg.MetadataValue.float(result.seconds),
+                "rows_per_s": dg.MetadataValue.float(result.rows_per_s),
+                "module_version": dg.MetadataValue.int(version if version is not None else -1),
+                "version": dg.MetadataValue.int(number or -1),
+                "module": dg.MetadataValue.path(str(module)),
+                "residual_share": dg.MetadataValue.float(report.share),
+                "residual_passed": dg.MetadataValue.bool(report.passes(s.residual_threshold)),
+                "residual_rows_sampled": dg.MetadataValue.int(report.rows_sampled),
+                **{f"residual_{k}": v for k, v in findings_metadata(list(report.findings)).items()},
+                "sandbox": dg.MetadataValue.text(sandbox.level.describe()),
+            },
+            check_results=cleaned_check_results(result, s.residual_threshold),
+        )
+
+    return cleaned_data
