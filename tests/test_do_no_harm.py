@@ -250,16 +250,19 @@ def unify_ounces(df: pd.DataFrame) -> pd.DataFrame:
 '''
 
 
-def test_a_model_function_merging_two_spellings_each_on_many_rows_is_sent_back(llm, tmp_path, sandbox):
+def test_a_model_function_merging_two_spellings_each_on_many_rows_is_sent_back_though_it_serves_its_plan(
+        llm, tmp_path, sandbox):
     # four spellings of the unit, none on most rows: "12.0 oz." is the most common, not the column's form
     rng = random.Random(3)
     units = ["oz."] * 38 + ["oz"] * 26 + ["ounce"] * 24 + ["OZ."] * 6 + ["oz. Silo Can"] * 6
     drop = pd.DataFrame({"id": [str(i) for i in range(300)],
                          "ounces": [f"{rng.choice(['12.0', '16.0'])} {rng.choice(units)}" for _ in range(300)]},
                         dtype=object)
-    llm.add(reply(f"<issues>\n- ounces: units spelled four ways\n</issues>\n<code>\n```python\n{ONE_UNIT_SPELLING}```\n"
-                  "</code>\n<status>needs_more_work</status>"),
-            reply("<issues>\n</issues>\n<status>clean</status>"))
+    # it serves the model's own plan: that is no permission, only the user's words are
+    llm.add(reply(f"<issues>\n- ounces: units spelled four ways\n</issues>\n<plan>\n- ounces: one unit spelling\n</plan>\n"
+                  f"<code>\n```python\n{ONE_UNIT_SPELLING}```\n</code>\n<serves>1</serves>\n<status>needs_more_work</status>"),
+            reply("<issues>\n</issues>\n<declined>\n- 1: each spelling is on many rows; none is evidently wrong\n</declined>\n"
+                  "<status>clean</status>"))
     analyst = make_analyst("llm", model="openai/test-model", api_base=llm.api_base, api_key="test",
                            cache_dir=tmp_path / "cache", backoff_s=0.01, backoff_max_s=0.05, timeout_s=5.0)
     work = ChunkWork(dataset="d", drop="d.csv", chunk_id="c0", rows=drop.iloc[:50].reset_index(drop=True),

@@ -212,6 +212,9 @@ def run_chunk(
             feedback = " ".join(notes + ["you said the chunk needs more work but proposed no function; propose one function"])
             continue
         serves = _served_texts(proposal.serves, items) if reads else ()
+        # Only the user's words win over the checks: an item of the model's own plan is no permission to null a
+        # value or to rewrite values that look valid.
+        asks = serves if settings.items else ()
         twin = _twin_of(fn, registry) if fn.rule is None else None
         started = time.perf_counter()
         if twin is not None:
@@ -222,7 +225,7 @@ def run_chunk(
             try:
                 verdict = check_candidate(
                     fn, chunk, holdout, runner, timeout_s=settings.timeout_s, allow_row_drops=settings.allow_row_drops,
-                    sample=sample, asks=serves,
+                    sample=sample, asks=asks,
                 )
             except MODEL_FAULTS as exc:
                 verdict_reason, ok, evidence = f"{type(exc).__name__}: {exc}", False, None
@@ -233,7 +236,7 @@ def run_chunk(
             if ok:
                 try:
                     problem = _harm_or_conflict(fn, registry, holdout, work.reference, runner, settings,
-                                                asked=bool(serves))
+                                                asked=bool(asks))
                 except MODEL_FAULTS as exc:
                     problem = f"{type(exc).__name__}: {exc}"
                 if problem:
