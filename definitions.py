@@ -1,7 +1,7 @@
 """The demo code location: every dataset of the workdir in SMOLCLEAN_WORKDIR (default ./smolclean-work).
 
-Run `smolclean demo` first to learn modules for the bundled sample data, then `dagster dev` here
-(or `smolclean ui`) to browse the asset graph and the per-chunk traces.
+Run `smolclean demo` first to learn modules for the bundled sample data, then `smolclean ui` (the Dagster UI
+on this location) to browse the asset graph and the per-chunk traces.
 """
 
 from smolclean_dagster.location import defs

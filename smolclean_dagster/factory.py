@@ -29,7 +29,7 @@ def build_defs(
 
     `llm` is the LLM connection for datasets whose settings name no model (default: none, so those use
     the offline rules analyst). `executor` runs the steps of every run (default: Dagster's multiprocess executor); e.g.
-    `dagster_celery.celery_executor` to spread them over Celery workers (see deploy/ and the README).
+    `dagster_celery.celery_executor` to spread them over Celery workers (see deploy/ and docs/deployment.md).
 
     Example:
         >>> from smolclean_dagster import DatasetSettings, build_defs

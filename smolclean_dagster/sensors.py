@@ -2,7 +2,7 @@
 
 Both are on by default (the residual one only with `learn_on_residual: auto`), so `smolclean ui` cleans
 new files and learns from new dirt without anyone clicking. The rules for picking files up live in
-`core/watch.py` and the README ("Drop folders").
+`core/watch.py` and docs/drop-folders.md.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ COST_ROWS = 5_000
 #: the rules' heaviest template (dependency repair over a dozen columns) up to 25; a Python loop over rows
 #: (`iterrows`) or a heavy function called on every cell costs 100-1000 (benchmarks/cost_per_cell.py).
 MAX_COST_PER_CELL_S = 50e-6
-#: The limit as the prompts, the README and the feedback word it.
+#: The limit as the prompts, the docs and the feedback word it.
 COST_LIMIT = f"{MAX_COST_PER_CELL_S * 1e6:g} us per cell"
 
 

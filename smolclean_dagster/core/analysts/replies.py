@@ -1,6 +1,6 @@
 """Reading a model's reply: issues, at most one function, and a status, from text real models write.
 
-The format (documented in the README under "Reply format") is a few tagged sections:
+The format (documented in docs/reply-format.md) is a few tagged sections:
 
     <issues>
     - city: three spellings of one city ("new york", "NEW YORK")
