@@ -39,7 +39,7 @@ from .core.quality import ValidationReport
 from .core.steps import ChunkTrace, FinalStep
 from .core.storage import DatasetStore
 from .factory import build_defs
-from .learning_runs import ANALYSE_CHUNK, WAVE_TAG, advance_learning, ensure_pool_limit, new_learning_run_id
+from .learning_runs import ANALYSE_CHUNK, WAVE_TAG, Advance, advance_learning, ensure_pool_limit, new_learning_run_id
 from .partitions import drops_partitions
 from .settings import DatasetSettings, save_settings
 
@@ -151,42 +151,10 @@ def learn(
         instance.add_dynamic_partitions(drops.name, [key])
     learning_run = learning_run or new_learning_run_id()
     store = DatasetStore(settings.storage_dir, settings.name)
-    jobs = _Jobs(settings)
-    what = {
-        FlowStep.READ_DROP: f"reading drop {path}", FlowStep.CHOOSE_CHUNKS: f"choosing chunks of {path}",
-        FlowStep.PUBLISH_REGISTRY: "publishing the registry", FlowStep.EXPORT_MODULE: "validating and exporting the module",
-        FlowStep.CLEAN_DROP: f"cleaning drop {path}",
-    }
-
-    def run(request: dg.RunRequest) -> dg.ExecuteInProcessResult:
-        return jobs.get(request.job_name).execute_in_process(
-            partition_key=request.partition_key, instance=instance, raise_on_error=False, tags=request.tags,
-            run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
-        )
-
     with _ChunkPool(settings, instance, log_level) as pool:
-        while True:
-            advance = advance_learning(instance, settings, key, learning_run)
-            if advance.done:
-                break
-            if advance.step is FlowStep.ANALYSE_CHUNKS:
-                chunks = [r.partition_key for r in advance.requests]
-                log.info("wave %s: %d chunk(s), %d at a time", advance.requests[0].tags[WAVE_TAG], len(chunks),
-                         settings.concurrency)
-                if settings.concurrency > 1 and len(chunks) > 1:
-                    pool.run(chunks, advance.requests[0].tags)
-                else:
-                    for request in advance.requests:
-                        _ok(run(request), f"chunk {request.partition_key}")
-                continue
-            [request] = advance.requests
-            result = run(request)
-            if advance.step is FlowStep.EXPORT_MODULE:
-                validation = store.load_model("validation", ValidationReport)
-                if not validation.passed:
-                    failed = "; ".join(f"{c.name}: {c.detail}" for c in validation.checks if not c.passed)
-                    raise SmolcleanError(f"validation of {settings.name!r} failed, the module was not exported: {failed}")
-            _ok(result, what[advance.step])
+        runs = _EmbeddedRuns(settings, instance, path, pool, log_level)
+        while not (advance := advance_learning(instance, settings, key, learning_run)).done:
+            runs.run(advance)
     plan = store.load_model("chunks", ChunkPlan, key)
     validation = store.load_model("validation", ValidationReport)
     registry = store.registry.load()
@@ -208,17 +176,58 @@ def learn(
     )
 
 
-class _Jobs:
-    """The dataset's jobs, built once per `learn()` call and resolved on first use."""
+class _EmbeddedRuns:
+    """Runs a learning step's runs in this process, and the chunks of a parallel wave on the local pool, raising
+    the first failure with its reason (the sensor of a deployment submits the same runs to the instance instead)."""
 
-    def __init__(self, settings: DatasetSettings):
+    def __init__(self, settings: DatasetSettings, instance: dg.DagsterInstance, path: Path, pool: _ChunkPool,
+                 log_level: str):
+        self.settings, self.instance, self.path, self.pool, self.log_level = settings, instance, path, pool, log_level
         self._defs = build_defs(settings)
         self._jobs: dict[str, dg.JobDefinition] = {}
 
-    def get(self, name: str) -> dg.JobDefinition:
-        if name not in self._jobs:
-            self._jobs[name] = self._defs.resolve_job_def(name)
-        return self._jobs[name]
+    def run(self, advance: Advance) -> None:
+        if advance.step is None:  # a learning run id given again: one of its runs failed, or others are running
+            which = advance.failed.run_id if advance.failed is not None else ", ".join(advance.waiting)
+            raise SmolcleanError(f"this learning run cannot go on: its run(s) {which} failed or are still going; "
+                                 "learn again without naming the learning run to resume its unfinished wave")
+        if advance.step is FlowStep.ANALYSE_CHUNKS:
+            self._wave(advance.requests)
+            return
+        [request] = advance.requests
+        result = self._execute(request)
+        if advance.step is FlowStep.EXPORT_MODULE:
+            validation = DatasetStore(self.settings.storage_dir, self.settings.name).load_model("validation",
+                                                                                               ValidationReport)
+            if not validation.passed:
+                failed = "; ".join(f"{c.name}: {c.detail}" for c in validation.checks if not c.passed)
+                raise SmolcleanError(f"validation of {self.settings.name!r} failed, the module was not exported: {failed}")
+        _ok(result, self._what(advance.step))
+
+    def _wave(self, requests: tuple[dg.RunRequest, ...]) -> None:
+        chunks = [r.partition_key for r in requests]
+        log.info("wave %s: %d chunk(s), %d at a time", requests[0].tags[WAVE_TAG], len(chunks), self.settings.concurrency)
+        if self.settings.concurrency > 1 and len(chunks) > 1:
+            self.pool.run(chunks, requests[0].tags)  # a wave's requests differ only in their chunk
+            return
+        for request in requests:
+            _ok(self._execute(request), f"chunk {request.partition_key}")
+
+    def _execute(self, request: dg.RunRequest) -> dg.ExecuteInProcessResult:
+        if request.job_name not in self._jobs:
+            self._jobs[request.job_name] = self._defs.resolve_job_def(request.job_name)
+        return self._jobs[request.job_name].execute_in_process(
+            partition_key=request.partition_key, instance=self.instance, raise_on_error=False, tags=request.tags,
+            run_config={"loggers": {"console": {"config": {"log_level": self.log_level}}}},
+        )
+
+    def _what(self, step: FlowStep) -> str:
+        """The step as a failure names it."""
+        return {
+            FlowStep.READ_DROP: f"reading drop {self.path}", FlowStep.CHOOSE_CHUNKS: f"choosing chunks of {self.path}",
+            FlowStep.PUBLISH_REGISTRY: "publishing the registry",
+            FlowStep.EXPORT_MODULE: "validating and exporting the module", FlowStep.CLEAN_DROP: f"cleaning drop {self.path}",
+        }[step]
 
 
 #: Run tag naming the worker process that ran a chunk, so the UI shows which chunks shared a process.
