@@ -39,6 +39,10 @@ UNFINISHED = (
     dg.DagsterRunStatus.STARTED,
     dg.DagsterRunStatus.CANCELING,
 )
+_FAILED = (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
+#: Dagster's tags: a run's partition, and a failed run that the instance's run retries will run again.
+PARTITION_TAG = "dagster/partition"
+WILL_RETRY_TAG = "dagster/will_retry"
 
 
 @dataclass(frozen=True)
@@ -124,10 +128,10 @@ def advance_learning(instance: dg.DagsterInstance, s: DatasetSettings, drop: str
         (RunRequest(job_name='people_learn_read_drop', partition_key='people.csv', ...),)
     """
     runs = _step_runs(instance, learning_run)
-    failed = next((r for r in runs if r.status in (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)), None)
+    failed = next((r for r in runs if _stopped(r)), None)
     if failed is not None:
         return Advance(failed=failed)
-    running = tuple(r.run_id for r in runs if r.status in UNFINISHED)
+    running = tuple(r.run_id for r in runs if r.status in UNFINISHED or r.status in _FAILED)  # failed: retried soon
     if running:
         return Advance(waiting=running)
     last = FinishedStep(FlowStep(runs[0].tags[STEP_TAG]), int(runs[0].tags[WAVE_TAG])) if runs else None
@@ -148,9 +152,18 @@ def advance_learning(instance: dg.DagsterInstance, s: DatasetSettings, drop: str
 
 
 def _step_runs(instance: dg.DagsterInstance, learning_run: str) -> list[dg.DagsterRun]:
-    """The runs of the learning run's steps, newest first."""
-    runs = instance.get_runs(dg.RunsFilter(tags={LEARNING_RUN_TAG: learning_run}))
-    return [r for r in runs if STEP_TAG in r.tags]
+    """The latest run of each of the learning run's steps (a chunk of a wave is a step of its own), newest first:
+    a run re-executed (by hand, or by the run retries of the instance) counts by its latest attempt."""
+    latest: dict[tuple[str, str, str | None], dg.DagsterRun] = {}
+    for run in instance.get_runs(dg.RunsFilter(tags={LEARNING_RUN_TAG: learning_run})):
+        if STEP_TAG in run.tags:
+            latest.setdefault((run.tags[STEP_TAG], run.tags[WAVE_TAG], run.tags.get(PARTITION_TAG)), run)
+    return list(latest.values())
+
+
+def _stopped(run: dg.DagsterRun) -> bool:
+    """Whether a step's run failed or was canceled, with no retry of it to come."""
+    return run.status in _FAILED and run.tags.get(WILL_RETRY_TAG) != "true"
 
 
 def learning_starts(instance: dg.DagsterInstance, name: str, limit: int = 5) -> list[dg.DagsterRun]:
@@ -168,7 +181,7 @@ def started(start: dg.DagsterRun) -> bool:
 def learning_ended(instance: dg.DagsterInstance, learning_run: str) -> bool:
     """Whether a learning run has finished (its drop cleaned by the new module) or stopped (a run failed)."""
     runs = _step_runs(instance, learning_run)
-    if any(r.status in (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED) for r in runs):
+    if any(_stopped(r) for r in runs):
         return True
     return bool(runs) and runs[0].tags[STEP_TAG] == FlowStep.CLEAN_DROP.value and runs[0].status == dg.DagsterRunStatus.SUCCESS
 

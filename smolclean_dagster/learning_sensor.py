@@ -7,8 +7,8 @@ read the drop, choose a wave, the wave's chunks (one run per chunk partition, re
 export, clean. Requests go through the instance's run queue and launcher like any other run, so the chunk steps
 run where the deployment runs steps (the multiprocess executor's processes, Celery workers, Kubernetes pods).
 Run keys make every request idempotent across ticks. When the drop is cleaned, the tick records the learning
-run's lesson as the drop's `drop_learning` materialization; a learning run whose run failed is left where it
-stopped (a new one, started from the UI, resumes its unfinished wave).
+run's lesson as the drop's `drop_learning` materialization. A learning run whose run failed or was canceled stops
+there: re-executing that run lets it go on, and a new learning run of the drop resumes its unfinished wave.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from .settings import DatasetSettings
 #: Seconds between ticks. A tick is a few queries, and each step of a learning waits for one: a short interval
 #: keeps a learning's wall time close to its runs' own.
 TICK_S = 5
-#: Learning runs the cursor remembers as ended (newest last): older ones are no longer among the latest starts.
+#: Learning runs the cursor remembers (newest last): older ones are no longer among the latest starts.
 _REMEMBERED = 50
+_DONE = "done"
 
 
 def build_learning_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinition:
@@ -42,23 +43,29 @@ def build_learning_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinition
         "its next step once the last step's runs have succeeded, and records what the drop taught the agent.",
     )
     def learning(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        ended: list[str] = json.loads(context.cursor) if context.cursor else []
+        # The cursor: learning runs that ended (DONE), or stopped at a failed run (its id: told once, and a
+        # re-execution of that run lets the learning run go on).
+        seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
         runs: list[dg.RunRequest] = []
         events: list[dg.AssetMaterialization] = []
         notes: list[str] = []
         for start in learning_starts(context.instance, name):
             learning_run = start.run_id
-            if learning_run in ended or not started(start):
+            if seen.get(learning_run) == _DONE or not started(start):
                 continue  # ended, or not started yet (its run is queued or running), or its start failed
             advance = advance_learning(context.instance, s, start.tags[DROP_TAG], learning_run)
             if advance.failed is not None:
-                context.log.warning(f"learning run {learning_run} stopped: its run {advance.failed.run_id} "
-                                    f"({advance.failed.job_name}) {advance.failed.status.value.lower()}")
-                ended.append(learning_run)
-            elif advance.done:
+                if seen.get(learning_run) != advance.failed.run_id:
+                    context.log.warning(f"learning run {learning_run} stopped: its run {advance.failed.run_id} "
+                                        f"({advance.failed.job_name}) {advance.failed.status.value.lower()}; "
+                                        "re-execute that run to go on, or learn from the drop again")
+                    seen[learning_run] = advance.failed.run_id
+                continue
+            seen.pop(learning_run, None)
+            if advance.done:
                 events.append(lesson(s, context.instance, learning_run))
                 context.log.info(f"learning run {learning_run} ended: its drop is cleaned by the new module")
-                ended.append(learning_run)
+                seen[learning_run] = _DONE
             elif advance.waiting:
                 notes.append(f"learning run {learning_run}: {len(advance.waiting)} run(s) still going")
             else:
@@ -67,7 +74,7 @@ def build_learning_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinition
                 context.log.info(f"learning run {learning_run}: {advance.step.value}, {len(advance.requests)} run(s)")
                 runs += advance.requests
         return dg.SensorResult(
-            run_requests=runs, asset_events=events, cursor=json.dumps(ended[-_REMEMBERED:]),
+            run_requests=runs, asset_events=events, cursor=json.dumps(dict(list(seen.items())[-_REMEMBERED:])),
             skip_reason=None if runs or events else ("; ".join(notes) or "no learning run to advance"),
         )
 

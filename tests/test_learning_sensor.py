@@ -64,41 +64,62 @@ def test_a_started_learning_is_advanced_by_the_sensor_a_wave_at_a_time_until_its
     assert len(pd.read_parquet(settings.cleaned_path("people.csv"))) == 60
 
 
-def test_a_failed_step_stops_the_learning_run_and_a_new_one_resumes_its_wave(tmp_path, messy_csv):
+def _stopped_at_a_chunk(tmp_path: Path, messy_csv: Path, instance: dg.DagsterInstance):
+    """A learning run whose first wave's first chunk run was canceled (as a person would, in the UI): the sensor
+    requests nothing more for it. Returns the Definitions, the start's run id and the canceled chunk's request."""
     settings = DatasetSettings(name=NAME, workdir=tmp_path / "work", chunk_size=10, chunk_budget=2)
     settings.drops_dir.mkdir(parents=True)
     shutil.copy(messy_csv, settings.drops_dir / "people.csv")
     defs = build_defs(settings)
-    store = DatasetStore(settings.storage_dir, NAME)
-    with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(f"{NAME}_drops", ["people.csv"])
-        learn = defs.resolve_job_def(f"{NAME}_learn_from_drop")
-        first = learn.execute_in_process(instance=instance, partition_key="people.csv")
-        sensor = defs.resolve_sensor_def(f"{NAME}_learning")
-        cursor = None
-        for _ in range(3):  # read the drop, choose the first wave, and its chunks: one of them fails
-            result = sensor(dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs))
-            cursor = result.cursor
-            for i, request in enumerate(result.run_requests):
-                job = defs.resolve_job_def(request.job_name)
-                if request.tags[STEP_TAG] == "analyse_chunks" and i == 0:
-                    # the first chunk's run is canceled before it starts, as a person would in the UI
-                    instance.report_run_canceled(instance.create_run_for_job(job, tags=request.tags))
-                    continue
-                assert job.execute_in_process(instance=instance, partition_key=request.partition_key,
-                                              tags=request.tags).success
-        stopped = sensor(dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs))
-        assert not stopped.run_requests and learning_in_progress(instance, NAME) is None
-        assert len(store.models("chunk_functions", ChunkTrace)) == 1  # the other chunk of the wave
+    instance.add_dynamic_partitions(f"{NAME}_drops", ["people.csv"])
+    start = defs.resolve_job_def(f"{NAME}_learn_from_drop").execute_in_process(instance=instance,
+                                                                              partition_key="people.csv")
+    sensor, cursor, canceled = defs.resolve_sensor_def(f"{NAME}_learning"), None, None
+    for _ in range(3):  # read the drop, choose the first wave, and its two chunks
+        result = sensor(dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs))
+        cursor = result.cursor
+        for request in result.run_requests:
+            job = defs.resolve_job_def(request.job_name)
+            if request.tags[STEP_TAG] == "analyse_chunks" and canceled is None:
+                tags = {**request.tags, "dagster/partition": request.partition_key}
+                instance.report_run_canceled(instance.create_run_for_job(job, tags=tags))
+                canceled = request
+                continue
+            assert job.execute_in_process(instance=instance, partition_key=request.partition_key,
+                                          tags=request.tags).success
+    stopped = sensor(dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs))
+    assert not stopped.run_requests and learning_in_progress(instance, NAME) is None
+    assert len(DatasetStore(settings.storage_dir, NAME).models("chunk_functions", ChunkTrace)) == 1  # the other chunk
+    return settings, defs, start.run_id, canceled
 
-        second = learn.execute_in_process(instance=instance, partition_key="people.csv")
+
+def test_a_canceled_chunk_run_stops_the_learning_run_and_its_re_execution_lets_it_go_on(tmp_path, messy_csv):
+    with dg.instance_for_test() as instance:
+        settings, defs, learning_run, canceled = _stopped_at_a_chunk(tmp_path, messy_csv, instance)
+        again = defs.resolve_job_def(canceled.job_name).execute_in_process(  # a re-execution keeps the run's tags
+            instance=instance, partition_key=canceled.partition_key, tags=canceled.tags)
+        assert again.success and learning_in_progress(instance, NAME) == learning_run
+        ticks = drive_learning(defs, instance, NAME)
+        assert [{r.tags[STEP_TAG] for r in tick} for tick in ticks.requested][0] == {"publish_registry"}
+        [lesson] = instance.fetch_materializations(dg.AssetKey([NAME, "drop_learning"]), limit=5).records
+        assert lesson.asset_materialization.metadata["learning_run"].value == learning_run
+    assert (settings.module_dir / "clean_people.py").exists()
+
+
+def test_a_new_learning_run_of_the_drop_finishes_the_wave_a_stopped_one_left(tmp_path, messy_csv):
+    with dg.instance_for_test() as instance:
+        settings, defs, first, canceled = _stopped_at_a_chunk(tmp_path, messy_csv, instance)
+        second = defs.resolve_job_def(f"{NAME}_learn_from_drop").execute_in_process(instance=instance,
+                                                                                   partition_key="people.csv")
         ticks = drive_learning(defs, instance, NAME)
         # The new learning run finishes the wave: only the chunk without a trace runs again.
         wave = [r for tick in ticks.requested for r in tick if r.tags[STEP_TAG] == "analyse_chunks"]
-        assert len(wave) == 1 and wave[0].tags[LEARNING_RUN_TAG] == second.run_id
+        assert [(r.partition_key, r.tags[LEARNING_RUN_TAG]) for r in wave][:1] == [(canceled.partition_key,
+                                                                                     second.run_id)]
+        assert len(wave) == 1
         [lesson] = instance.fetch_materializations(dg.AssetKey([NAME, "drop_learning"]), limit=5).records
         assert lesson.asset_materialization.metadata["learning_run"].value == second.run_id
-    assert first.run_id != second.run_id and (settings.module_dir / "clean_people.py").exists()
+    assert first != second.run_id and (settings.module_dir / "clean_people.py").exists()
 
 
 def _store_with_plan(tmp_path: Path, *, selected: int, waves: int, done: bool, traces: int) -> DatasetStore:
