@@ -70,7 +70,8 @@ def build_drop_learning(s: DatasetSettings) -> dg.AssetsDefinition:
                                              residual_share_before=cleaning.residual_share if cleaning else None),
                          learning_run)
         # The tags that make this run the learning run the sensor drives (a run launched from the UI has none yet).
-        context.instance.add_run_tags(learning_run, {LEARNING_TAG: s.name, DROP_TAG: drop, LEARNING_RUN_TAG: learning_run})
+        context.instance.add_run_tags(learning_run,
+                                      {LEARNING_TAG: s.name, DROP_TAG: drop, LEARNING_RUN_TAG: learning_run})
         context.log.info(f"learning from {path} (registry version {before.version}, {len(before.entries)} functions): "
                          f"the sensor {learning_sensor_name(s.name)} submits its runs, tagged "
                          f"smolclean/learning_run={learning_run}")

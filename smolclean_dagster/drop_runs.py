@@ -61,8 +61,8 @@ def drop_jobs(s: DatasetSettings, *, deployment_executor: bool = False) -> list[
         dg.define_asset_job(
             learn_job_name(s.name), selection=dg.AssetSelection.assets(learning_key(s.name)),
             executor_def=executor,
-            description=f"Start the agent of {s.name!r} on one drop: the sensor {s.name}_learning then submits its "
-            "runs (a run per chunk of each wave), re-exports the module and cleans the drop again.",
+            description=f"Start the agent of {s.name!r} on one drop: the sensor {learning_sensor_name(s.name)} then "
+            "submits its runs (a run per chunk of each wave), re-exports the module and cleans the drop again.",
         ),
     ]
 

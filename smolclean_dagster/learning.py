@@ -201,12 +201,14 @@ class _EmbeddedRuns:
                                                                                                ValidationReport)
             if not validation.passed:
                 failed = "; ".join(f"{c.name}: {c.detail}" for c in validation.checks if not c.passed)
-                raise SmolcleanError(f"validation of {self.settings.name!r} failed, the module was not exported: {failed}")
+                raise SmolcleanError(
+                    f"validation of {self.settings.name!r} failed, the module was not exported: {failed}")
         _ok(result, self._what(advance.step))
 
     def _wave(self, requests: tuple[dg.RunRequest, ...]) -> None:
         chunks = [r.partition_key for r in requests]
-        log.info("wave %s: %d chunk(s), %d at a time", requests[0].tags[WAVE_TAG], len(chunks), self.settings.concurrency)
+        log.info("wave %s: %d chunk(s), %d at a time", requests[0].tags[WAVE_TAG], len(chunks),
+                 self.settings.concurrency)
         if self.settings.concurrency > 1 and len(chunks) > 1:
             self.pool.run(chunks, requests[0].tags)  # a wave's requests differ only in their chunk
             return
@@ -226,7 +228,8 @@ class _EmbeddedRuns:
         return {
             FlowStep.READ_DROP: f"reading drop {self.path}", FlowStep.CHOOSE_CHUNKS: f"choosing chunks of {self.path}",
             FlowStep.PUBLISH_REGISTRY: "publishing the registry",
-            FlowStep.EXPORT_MODULE: "validating and exporting the module", FlowStep.CLEAN_DROP: f"cleaning drop {self.path}",
+            FlowStep.EXPORT_MODULE: "validating and exporting the module",
+            FlowStep.CLEAN_DROP: f"cleaning drop {self.path}",
         }[step]
 
 

@@ -59,8 +59,10 @@ class LearningStep:
 
 
 READ_DROP = LearningStep("learn_read_drop", ("raw_data",), "Read a drop raw (learning flow).", FlowStep.READ_DROP)
-CHOOSE_CHUNKS = LearningStep("learn_choose_chunks", ("chunks",), "Choose the next wave of chunks of a drop (learning flow).",
-                             FlowStep.CHOOSE_CHUNKS)
+CHOOSE_CHUNKS = LearningStep(
+    "learn_choose_chunks", ("chunks",), "Choose the next wave of chunks of a drop (learning flow).",
+    FlowStep.CHOOSE_CHUNKS,
+)
 ANALYSE_CHUNK = LearningStep(
     "learn_chunk", ("chunk_issues", "chunk_functions"), "The agent loop on one chunk (learning flow).",
     FlowStep.ANALYSE_CHUNKS,
@@ -183,7 +185,9 @@ def learning_ended(instance: dg.DagsterInstance, learning_run: str) -> bool:
     runs = _step_runs(instance, learning_run)
     if any(_stopped(r) for r in runs):
         return True
-    return bool(runs) and runs[0].tags[STEP_TAG] == FlowStep.CLEAN_DROP.value and runs[0].status == dg.DagsterRunStatus.SUCCESS
+    last = runs[0] if runs else None
+    return last is not None and last.tags[STEP_TAG] == FlowStep.CLEAN_DROP.value \
+        and last.status == dg.DagsterRunStatus.SUCCESS
 
 
 def learning_in_progress(instance: dg.DagsterInstance, name: str, *, besides: str | None = None) -> str | None:

@@ -127,8 +127,8 @@ def build_residual_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinition
             return dg.SensorResult(
                 skip_reason=f"learning run {busy} is still going (the sensor {learning_sensor_name(name)} submits its "
                 "runs); waiting for it to end (if the process of one of its runs was killed, that run stays "
-                "'started': terminate it in the UI (Runs, the run, Terminate, with force termination) and the "
-                "learning run stops; learning the drop again resumes its unfinished wave)",
+                "'started': terminate it in the UI (Runs, the run, Terminate, with force termination); re-executing "
+                "it, or learning from the drop again, then goes on where it stopped)",
                 cursor=context.cursor,
             )
         after = int(context.cursor or 0)

@@ -6,10 +6,10 @@ the runs (the CLI's embedded driver, or a sensor in a deployment) asks `next_ste
 that last finished, so both follow the same flow, and neither holds any state the store does not: a driver
 that stops (a killed process, a restarted daemon) is resumed by asking again.
 
-    read drop ─> [finish an interrupted wave ─> publish] ─> choose chunks ─> analyse chunks ─> publish ─┐
-                                                              ^                                         │
-                                                              └──────── while selection is not done <──┘
-    ... ─> export module ─> clean drop ─> done
+    read drop -> [finish an interrupted wave -> publish] -> choose chunks -> analyse chunks -> publish
+                                                             ^                                     |
+                                                             +---- while selection is not done <---+
+    ... -> export module -> clean drop -> done
 """
 
 from __future__ import annotations
