@@ -32,7 +32,7 @@ from .partitions import drops_partitions
 from .settings import DatasetSettings
 
 #: Where the start of each learning run is stored (one record per learning run).
-STARTS = "drop_learning"
+STARTS = "learning_starts"
 
 
 class LessonStart(BaseModel):
