@@ -1,26 +1,49 @@
 """Learning from a drop: the dataset's agent run on one drop that the module does not clean well enough.
 
-`<name>/drop_learning` (per drop) runs the very same learning flow as `smolclean learn`, through
-`learning.learn`: the drop is read and chunked, the agent works chunk by chunk (each chunk its own run
-and partition, so every trace shows up as usual), the registry is published, validated and re-exported,
-and the drop is cleaned again with the new module. Those are ordinary runs on the same instance, started
-from inside this asset's run, so they work the same under `smolclean ui` (daemon, run launcher) as
-under `dg.materialize` in a test. Its own materialization records what the drop taught the agent.
+Materializing `<name>/drop_learning` for a drop starts a learning run and returns at once: it records where
+the learning starts from (the registry, the drop's residual share) and tags its own run as the learning run.
+The sensor `<name>_learning` (learning_sensor.py) then submits the runs of the same flow as `smolclean learn`:
+the drop is read and chunked, each wave's chunks run side by side (one run per chunk partition, on whatever
+runs the deployment's steps: processes, Celery workers, Kubernetes pods), the registry is published, validated
+and re-exported, and the drop is cleaned again with the new module. When that is done, the sensor records what
+the drop taught the agent as this asset's materialization (`lesson`). No run waits on another.
 
 It runs when a cleaned drop fails its residual check and `learn_on_residual` is "auto" (the residual
 sensor requests it), for the first drop of a dataset with no module yet, or when you launch the job
 `<name>_learn_from_drop` (or materialize the asset) for a drop in the UI.
 """
 
+from collections.abc import Iterator
 
 import dagster as dg
+from pydantic import BaseModel, ConfigDict
 
 from .assets import find_drop_file
+from .core.errors import SmolcleanError
+from .core.export import module_filename
+from .core.plan import ChunkPlan
+from .core.quality import ValidationReport
+from .core.registry import Registry
 from .core.registry_changes import registry_changes
 from .core.storage import DatasetStore
-from .drop_runs import Cleaning, cleaned_key, latest_cleaning, learning_key
+from .drop_runs import DROP_TAG, LEARNING_TAG, cleaned_key, latest_cleaning, learning_key, learning_sensor_name
+from .learning_runs import LEARNING_RUN_TAG, learning_in_progress
 from .partitions import drops_partitions
 from .settings import DatasetSettings
+
+#: Where the start of each learning run is stored (one record per learning run).
+STARTS = "learning_starts"
+
+
+class LessonStart(BaseModel):
+    """Where a learning run from a drop starts: the registry before it, and the drop's residual share then."""
+
+    model_config = ConfigDict(frozen=True)
+
+    learning_run: str
+    drop: str
+    registry: Registry
+    residual_share_before: float | None = None
 
 
 def build_drop_learning(s: DatasetSettings) -> dg.AssetsDefinition:
@@ -28,46 +51,78 @@ def build_drop_learning(s: DatasetSettings) -> dg.AssetsDefinition:
     store = DatasetStore(s.storage_dir, s.name)
 
     @dg.asset(key=learning_key(s.name), partitions_def=drops_partitions(s.name), group_name=s.name,
-              deps=[cleaned_key(s.name)], kinds={"python"})
-    def drop_learning(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+              deps=[cleaned_key(s.name)], kinds={"python"}, output_required=False)
+    def drop_learning(context: dg.AssetExecutionContext) -> Iterator[dg.AssetObservation]:
         """What the agent learned from this drop: the functions added, changed (same name, new code: merged or
         extended) and removed, the registry versions, the module version it made (proposed, or live) and the
         drop's residual share before and after (the learning flow runs on the drop, then the drop is cleaned
-        again by the live version)."""
-        from .learning import learn  # learning builds Definitions through the factory, which imports this module
-
-        path = find_drop_file(s, context.partition_key)
+        again by the live version). Materializing it starts that learning; it is materialized when the learning
+        ends, by the sensor `<name>_learning` that submits the learning's runs."""
+        drop, learning_run = context.partition_key, context.run.run_id
+        path = find_drop_file(s, drop)
+        busy = learning_in_progress(context.instance, s.name, besides=learning_run)
+        if busy is not None:
+            raise dg.Failure(description=f"learning run {busy} of {s.name!r} is still going: one learning at a time "
+                             "learns into the dataset's registry; launch this again once it has ended")
         before = store.registry.load()
-        cleaned_before = latest_cleaning(context.instance, s.name, context.partition_key)
-        context.log.info(f"learning from {path} (registry version {before.version}, {len(before.entries)} functions)")
-        outcome = learn(s, path, context.instance, learning_run=context.run.run_id)  # its runs name this one
-        changes = registry_changes(before, store.registry.load())
-        version = store.versions.load().latest
-        cleaned_after = latest_cleaning(context.instance, s.name, context.partition_key)
-        return dg.MaterializeResult(
-            metadata={
-                "registry_version_before": dg.MetadataValue.int(changes.version_before),
-                "registry_version_after": dg.MetadataValue.int(changes.version_after),
-                "functions_added": dg.MetadataValue.int(len(changes.added)),
-                "functions_changed": dg.MetadataValue.int(len(changes.changed)),
-                "functions_removed": dg.MetadataValue.int(len(changes.removed)),
-                "changes": dg.MetadataValue.md(changes.markdown()),
-                "module_version": dg.MetadataValue.int(version.number if version else -1),
-                "module_version_state": dg.MetadataValue.text(version.state if version else "no version"),
-                "chunks_analysed": dg.MetadataValue.int(outcome.chunks),
-                "held_out_check": dg.MetadataValue.text("passed" if outcome.validation.passed else "FAILED"),
-                "module": dg.MetadataValue.path(str(outcome.module)),
-                "cleaned": dg.MetadataValue.path(str(outcome.cleaned)),
-                **_residual("before", cleaned_before),
-                **_residual("after", cleaned_after),
-            }
+        cleaning = latest_cleaning(context.instance, s.name, drop)
+        store.save_model(STARTS, LessonStart(learning_run=learning_run, drop=drop, registry=before,
+                                             residual_share_before=cleaning.residual_share if cleaning else None),
+                         learning_run)
+        # The tags that make this run the learning run the sensor drives (a run launched from the UI has none yet).
+        context.instance.add_run_tags(learning_run,
+                                      {LEARNING_TAG: s.name, DROP_TAG: drop, LEARNING_RUN_TAG: learning_run})
+        context.log.info(f"learning from {path} (registry version {before.version}, {len(before.entries)} functions): "
+                         f"the sensor {learning_sensor_name(s.name)} submits its runs, tagged "
+                         f"smolclean/learning_run={learning_run}")
+        yield dg.AssetObservation(
+            asset_key=learning_key(s.name), partition=drop,
+            metadata={"learning_run": dg.MetadataValue.text(learning_run),
+                      "registry_version_before": dg.MetadataValue.int(before.version),
+                      **_residual("before", cleaning.residual_share if cleaning else None)},
+            description="learning started",
         )
 
     return drop_learning
 
 
-def _residual(when: str, cleaning: Cleaning | None) -> dict[str, dg.MetadataValue]:
+def lesson(s: DatasetSettings, instance: dg.DagsterInstance, learning_run: str) -> dg.AssetMaterialization:
+    """The `drop_learning` materialization of an ended learning run: what the drop taught the agent."""
+    store = DatasetStore(s.storage_dir, s.name)
+    start = store.load_model(STARTS, LessonStart, learning_run)
+    changes = registry_changes(start.registry, store.registry.load())
+    version = store.versions.load().latest
+    plan = store.load_model("chunks", ChunkPlan, start.drop)
+    validation = store.load_model("validation", ValidationReport)
+    try:
+        cleaned = str(s.cleaned_path(find_drop_file(s, start.drop)))
+    except SmolcleanError as exc:  # the file was removed since
+        cleaned = str(exc)
+    after = latest_cleaning(instance, s.name, start.drop)
+    return dg.AssetMaterialization(
+        asset_key=learning_key(s.name), partition=start.drop,
+        metadata={
+            "learning_run": dg.MetadataValue.text(learning_run),
+            "registry_version_before": dg.MetadataValue.int(changes.version_before),
+            "registry_version_after": dg.MetadataValue.int(changes.version_after),
+            "functions_added": dg.MetadataValue.int(len(changes.added)),
+            "functions_changed": dg.MetadataValue.int(len(changes.changed)),
+            "functions_removed": dg.MetadataValue.int(len(changes.removed)),
+            "changes": dg.MetadataValue.md(changes.markdown()),
+            "module_version": dg.MetadataValue.int(version.number if version else -1),
+            "module_version_state": dg.MetadataValue.text(version.state if version else "no version"),
+            "chunks_analysed": dg.MetadataValue.int(len(plan.selected)),
+            "held_out_check": dg.MetadataValue.text("passed" if validation.passed else "FAILED"),
+            "module": dg.MetadataValue.path(str(s.module_dir / module_filename(s.name))),
+            "cleaned": dg.MetadataValue.path(cleaned),
+            **_residual("before", start.residual_share_before),
+            **_residual("after", after.residual_share if after else None),
+        },
+    )
+
+
+def _residual(when: str, share: float | None) -> dict[str, dg.MetadataValue]:
     """The drop's residual share `when` ("before"/"after"), or why there is none."""
-    if cleaning is None or cleaning.residual_share is None:
+    if share is None:
         return {f"residual_share_{when}": dg.MetadataValue.text("not measured: the drop had not been cleaned")}
-    return {f"residual_share_{when}": dg.MetadataValue.float(cleaning.residual_share)}
+    return {f"residual_share_{when}": dg.MetadataValue.float(share)}

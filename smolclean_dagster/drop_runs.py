@@ -15,19 +15,11 @@ import dagster as dg
 from .live_module import live_version, times_live
 from .settings import DatasetSettings
 
-#: Every run that learns for a dataset carries this tag (value: the dataset), so only one runs at a time.
+#: Every run that starts a learning of a dataset carries this tag (value: the dataset), so only one runs at a time.
 LEARNING_TAG = "smolclean/learning"
 #: The drop version a learning run learns from ("<drop key>@<fingerprint>").
 LEARNED_FROM_TAG = "smolclean/learned_from"
 DROP_TAG = "smolclean/drop"
-
-_UNFINISHED = [
-    dg.DagsterRunStatus.QUEUED,
-    dg.DagsterRunStatus.NOT_STARTED,
-    dg.DagsterRunStatus.STARTING,
-    dg.DagsterRunStatus.STARTED,
-    dg.DagsterRunStatus.CANCELING,
-]
 
 
 def cleaned_key(name: str) -> dg.AssetKey:
@@ -44,6 +36,11 @@ def clean_job_name(name: str) -> str:
 
 def learn_job_name(name: str) -> str:
     return f"{name}_learn_from_drop"
+
+
+def learning_sensor_name(name: str) -> str:
+    """The sensor that submits the runs of the dataset's learning runs started in the deployment."""
+    return f"{name}_learning"
 
 
 def drop_jobs(s: DatasetSettings, *, deployment_executor: bool = False) -> list[dg.UnresolvedAssetJobDefinition]:
@@ -64,7 +61,8 @@ def drop_jobs(s: DatasetSettings, *, deployment_executor: bool = False) -> list[
         dg.define_asset_job(
             learn_job_name(s.name), selection=dg.AssetSelection.assets(learning_key(s.name)),
             executor_def=executor,
-            description=f"Run the agent of {s.name!r} on one drop, re-export the module, and clean the drop again.",
+            description=f"Start the agent of {s.name!r} on one drop: the sensor {learning_sensor_name(s.name)} then "
+            "submits its runs (a run per chunk of each wave), re-exports the module and cleans the drop again.",
         ),
     ]
 
@@ -92,12 +90,6 @@ def learning_request(name: str, key: str, fingerprint: str) -> dg.RunRequest:
         run_key=f"learn:{key}@{fingerprint}", job_name=learn_job_name(name), partition_key=key,
         tags={DROP_TAG: key, LEARNING_TAG: name, LEARNED_FROM_TAG: f"{key}@{fingerprint}"},
     )
-
-
-def learning_in_progress(instance: dg.DagsterInstance, name: str) -> str | None:
-    """The id of an unfinished learning run of the dataset, if there is one."""
-    runs = instance.get_runs(dg.RunsFilter(tags={LEARNING_TAG: name}, statuses=_UNFINISHED), limit=1)
-    return runs[0].run_id if runs else None
 
 
 def already_learned(instance: dg.DagsterInstance, key: str, fingerprint: str) -> bool:

@@ -57,10 +57,11 @@ def build_defs(
         a, c = build_dataset_assets(s)
         assets += [*a, build_drop_learning(s), build_module_version(s)]
         checks += c
-        # Operations: new drops cleaned by a sensor, stale ones by a schedule, dirty ones taught back.
-        ops_jobs = drop_jobs(s, deployment_executor=executor is not None)
-        jobs += [*ops_jobs, *learning_jobs(s), build_approve_job(s)]
-        sensors += build_sensors(s, ops_jobs)
+        # Operations: new drops cleaned by a sensor, stale ones by a schedule, dirty ones taught back (a learning
+        # run's steps submitted by a sensor too).
+        ops_jobs, learn_jobs = drop_jobs(s, deployment_executor=executor is not None), learning_jobs(s)
+        jobs += [*ops_jobs, *learn_jobs, build_approve_job(s)]
+        sensors += build_sensors(s, ops_jobs, learn_jobs)
         schedules.append(build_reclean_schedule(s, ops_jobs[0]))
         resources[f"{s.name}_frames"] = FramesIOManager(storage_dir=str(s.storage_dir), dataset=s.name)
         resources[f"{s.name}_records"] = RecordsIOManager(storage_dir=str(s.storage_dir), dataset=s.name)

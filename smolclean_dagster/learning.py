@@ -1,7 +1,10 @@
-"""Drive the learning flow of a drop through the Dagster assets, run by run, on a workdir's instance.
+"""The embedded driver of the learning flow: `learn()` runs a drop's learning runs in this process, on a workdir's
+instance, each parallel wave's chunks on a local pool of worker processes.
 
-This is what `smolclean learn` and `smolclean demo` do; in the UI the same assets are materialized by hand
-or by sensors. Each chunk is its own run, so every chunk partition carries its own trace.
+This is what `smolclean learn` and `smolclean demo` do. In a deployment (`smolclean ui`, Celery, Kubernetes) the
+same runs are submitted to the instance by the sensor `<name>_learning` instead (learning_sensor.py); both ask
+`learning_runs.advance_learning` which runs come next. Each chunk is its own run, so every chunk partition
+carries its own trace.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import os
 import shutil
 import signal
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -30,13 +33,13 @@ from .core.drops import drop_format, drop_key, read_drop
 from .core.errors import DropReadError, SmolcleanError
 from .core.export import module_filename
 from .core.instructions import ItemState, stop_reason
+from .core.learning_flow import FlowStep
 from .core.plan import ChunkPlan
 from .core.quality import ValidationReport
 from .core.steps import ChunkTrace, FinalStep
 from .core.storage import DatasetStore
-from .drop_runs import clean_job_name
 from .factory import build_defs
-from .learning_runs import ANALYSE_CHUNK, CHOOSE_CHUNKS, EXPORT_MODULE, STEPS, learning_tags, new_learning_run_id
+from .learning_runs import ANALYSE_CHUNK, WAVE_TAG, Advance, advance_learning, ensure_pool_limit, new_learning_run_id
 from .partitions import drops_partitions
 from .settings import DatasetSettings, save_settings
 
@@ -122,8 +125,11 @@ def learn(
 ) -> LearnOutcome:
     """Learn (or extend) the dataset's cleaning module from one drop, and clean that drop with it.
 
-    Every run it launches is a job of the dataset (`<name>_learn_chunk`, ...) tagged with the dataset, the
-    drop, the wave and `learning_run` (default: a new id), so the runs page groups them.
+    This is the embedded driver of the learning flow: it asks for the runs the learning needs next
+    (`learning_runs.advance_learning`, as the sensor of a deployment does) and runs them here, in-process, each
+    parallel wave's chunks on a local pool of worker processes. Every run is a job of the dataset
+    (`<name>_learn_chunk`, ...) tagged with the dataset, the drop, the wave and `learning_run` (default: a new
+    id), so the runs page groups them.
 
     With `concurrency` above 1, the chunks of a wave run in worker processes that import the caller's main
     module, as any Python multiprocessing does: call `learn()` from a script under `if __name__ == "__main__":`.
@@ -143,58 +149,14 @@ def learn(
     drops = drops_partitions(settings.name)
     if not instance.has_dynamic_partition(drops.name, key):
         instance.add_dynamic_partitions(drops.name, [key])
-    runs = _LearningRuns(settings, key, learning_run or new_learning_run_id())
-
-    def run(asset_names: list[str], partition: str | None) -> dg.ExecuteInProcessResult:
-        return runs.job(asset_names).execute_in_process(
-            partition_key=partition, instance=instance, raise_on_error=False, tags=runs.tags(asset_names),
-            run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
-        )
-
+    learning_run = learning_run or new_learning_run_id()
     store = DatasetStore(settings.storage_dir, settings.name)
-
-    def run_chunk(cid: str) -> None:
-        _ok(run(["chunk_issues", "chunk_functions"], cid), f"chunk {cid}")
-
-    def finish_wave(plan: ChunkPlan) -> list[str]:
-        """Run the chosen chunks that have no stored trace yet (finished chunks are never redone)."""
-        pending = [c for c in plan.selected if not store.path("chunk_functions", c, "json").exists()]
-        runs.wave = plan.waves
-        if pending:
-            log.info("wave %d: %d chunk(s), %d at a time", plan.waves, len(pending), settings.concurrency)
-            if settings.concurrency <= 1 or len(pending) == 1:
-                for cid in pending:
-                    run_chunk(cid)
-            else:
-                pool.run(pending, runs.tags(ANALYSE_CHUNK.assets))
-        return pending
-
     with _ChunkPool(settings, instance, log_level) as pool:
-        _ok(run(["raw_data"], key), f"reading drop {path}")
-        # An interrupted run (killed, or a chunk that failed) left a wave unfinished: finish it and publish the
-        # registry before choosing more chunks, so the next wave is chosen from the same registry as in a run
-        # that was never interrupted, and the module comes out the same.
-        interrupted = _stored_plan(store, key)
-        if interrupted is not None and not interrupted.done:
-            finish_wave(interrupted)
-            _ok(run(["registry"], None), "publishing the registry")
-        chosen = -1
-        while True:
-            _ok(run(["chunks"], key), f"choosing chunks of {path}")
-            plan = store.load_model("chunks", ChunkPlan, key)
-            grew, chosen = len(plan.selected) > chosen, len(plan.selected)
-            pending = finish_wave(plan)
-            if pending:
-                _ok(run(["registry"], None), "publishing the registry")
-            if plan.done or not (pending or grew):
-                break
-    result = run(list(EXPORT_MODULE.assets), None)  # ends with the module proposed as a version
+        runs = _EmbeddedRuns(settings, instance, path, pool, log_level)
+        while not (advance := advance_learning(instance, settings, key, learning_run)).done:
+            runs.run(advance)
+    plan = store.load_model("chunks", ChunkPlan, key)
     validation = store.load_model("validation", ValidationReport)
-    if not validation.passed:
-        failed = "; ".join(f"{c.name}: {c.detail}" for c in validation.checks if not c.passed)
-        raise SmolcleanError(f"validation of {settings.name!r} failed, the module was not exported: {failed}")
-    _ok(result, "validating and exporting the module")
-    _ok(run(["cleaned_data"], key), f"cleaning drop {path}")
     registry = store.registry.load()
     states = registry.coverage(registry.items_for(settings.instructions))
     traces = [t for t in store.models("chunk_functions", ChunkTrace) if t.drop == key]
@@ -214,35 +176,61 @@ def learn(
     )
 
 
-class _LearningRuns:
-    """The named jobs and the tags of one learning run's Dagster runs (see learning_runs.py)."""
+class _EmbeddedRuns:
+    """Runs a learning step's runs in this process, and the chunks of a parallel wave on the local pool, raising
+    the first failure with its reason (the sensor of a deployment submits the same runs to the instance instead)."""
 
-    def __init__(self, settings: DatasetSettings, drop: str, learning_run: str):
-        self.settings, self.drop, self.learning_run = settings, drop, learning_run
-        self.wave = 0  # the last wave whose chunks were run (0: none yet)
+    def __init__(self, settings: DatasetSettings, instance: dg.DagsterInstance, path: Path, pool: _ChunkPool,
+                 log_level: str):
+        self.settings, self.instance, self.path, self.pool, self.log_level = settings, instance, path, pool, log_level
         self._defs = build_defs(settings)
-        self._names = {step.assets: step.job_name(settings.name) for step in STEPS}
-        self._names[("cleaned_data",)] = clean_job_name(settings.name)
         self._jobs: dict[str, dg.JobDefinition] = {}
 
-    def job(self, asset_names: Sequence[str]) -> dg.JobDefinition:
-        name = self._names[tuple(asset_names)]
-        if name not in self._jobs:
-            self._jobs[name] = self._defs.resolve_job_def(name)
-        return self._jobs[name]
+    def run(self, advance: Advance) -> None:
+        if advance.step is None:  # a learning run id given again: one of its runs failed, or others are running
+            which = advance.failed.run_id if advance.failed is not None else ", ".join(advance.waiting)
+            raise SmolcleanError(f"this learning run cannot go on: its run(s) {which} failed or are still going; "
+                                 "learn again without naming the learning run to resume its unfinished wave")
+        if advance.step is FlowStep.ANALYSE_CHUNKS:
+            self._wave(advance.requests)
+            return
+        [request] = advance.requests
+        result = self._execute(request)
+        if advance.step is FlowStep.EXPORT_MODULE:
+            validation = DatasetStore(self.settings.storage_dir, self.settings.name).load_model("validation",
+                                                                                               ValidationReport)
+            if not validation.passed:
+                failed = "; ".join(f"{c.name}: {c.detail}" for c in validation.checks if not c.passed)
+                raise SmolcleanError(
+                    f"validation of {self.settings.name!r} failed, the module was not exported: {failed}")
+        _ok(result, self._what(advance.step))
 
-    def tags(self, asset_names: Sequence[str]) -> dict[str, str]:
-        # Choosing chunks chooses the next wave's.
-        wave = self.wave + 1 if tuple(asset_names) == CHOOSE_CHUNKS.assets else self.wave
-        return learning_tags(self.settings.name, self.drop, wave, self.learning_run)
+    def _wave(self, requests: tuple[dg.RunRequest, ...]) -> None:
+        chunks = [r.partition_key for r in requests]
+        log.info("wave %s: %d chunk(s), %d at a time", requests[0].tags[WAVE_TAG], len(chunks),
+                 self.settings.concurrency)
+        if self.settings.concurrency > 1 and len(chunks) > 1:
+            self.pool.run(chunks, requests[0].tags)  # a wave's requests differ only in their chunk
+            return
+        for request in requests:
+            _ok(self._execute(request), f"chunk {request.partition_key}")
 
+    def _execute(self, request: dg.RunRequest) -> dg.ExecuteInProcessResult:
+        if request.job_name not in self._jobs:
+            self._jobs[request.job_name] = self._defs.resolve_job_def(request.job_name)
+        return self._jobs[request.job_name].execute_in_process(
+            partition_key=request.partition_key, instance=self.instance, raise_on_error=False, tags=request.tags,
+            run_config={"loggers": {"console": {"config": {"log_level": self.log_level}}}},
+        )
 
-def _stored_plan(store: DatasetStore, key: str) -> ChunkPlan | None:
-    """The chunk plan a previous run stored for drop `key`, if any."""
-    try:
-        return store.load_model("chunks", ChunkPlan, key)
-    except SmolcleanError:
-        return None
+    def _what(self, step: FlowStep) -> str:
+        """The step as a failure names it."""
+        return {
+            FlowStep.READ_DROP: f"reading drop {self.path}", FlowStep.CHOOSE_CHUNKS: f"choosing chunks of {self.path}",
+            FlowStep.PUBLISH_REGISTRY: "publishing the registry",
+            FlowStep.EXPORT_MODULE: "validating and exporting the module",
+            FlowStep.CLEAN_DROP: f"cleaning drop {self.path}",
+        }[step]
 
 
 #: Run tag naming the worker process that ran a chunk, so the UI shows which chunks shared a process.
@@ -330,27 +318,13 @@ class _ChunkPool:
 
     def _start(self) -> ProcessPoolExecutor:
         if self._executor is None:
-            _create_pool_limit(self.instance, LLM_POOL)
+            ensure_pool_limit(self.instance, LLM_POOL)
             self._executor = ProcessPoolExecutor(
                 max_workers=self.settings.concurrency, mp_context=_worker_context(self.settings),
                 initializer=_start_worker,
                 initargs=(self.settings.model_dump_json(), self.instance.get_ref(), dict(os.environ), self.log_level),
             )
         return self._executor
-
-
-def _create_pool_limit(instance: dg.DagsterInstance, pool: str) -> None:
-    """Give `pool` its default limit now, as Dagster does when a step first claims a slot in it.
-
-    Dagster creates that row on first use; two runs doing it at the same moment on PostgreSQL make one of them
-    fail (the second insert aborts its transaction). The chunks of a wave start at the same moment, so the
-    row is created once, here, before they do.
-    """
-    storage = instance.event_log_storage
-    default = instance.get_concurrency_config().pool_config.default_pool_limit
-    if storage.supports_global_concurrency_limits and default is not None \
-            and pool not in {limit.name for limit in storage.get_pool_limits()}:
-        storage.initialize_concurrency_limit_to_default(pool)
 
 
 def _warm_up_workers(settings: DatasetSettings) -> None:

@@ -1,6 +1,7 @@
-"""Sensors of a dataset: its drop folder, and cleaned drops that fail their residual check.
+"""Sensors of a dataset: its drop folder, cleaned drops that fail their residual check, and the learning runs
+they start (learning_sensor.py).
 
-Both are on by default (the residual one only with `learn_on_residual: auto`), so `smolclean ui` cleans
+They are on by default (the residual one only with `learn_on_residual: auto`), so `smolclean ui` cleans
 new files and learns from new dirt without anyone clicking. The rules for picking files up live in
 `core/watch.py` and docs/drop-folders.md.
 """
@@ -21,9 +22,11 @@ from .drop_runs import (
     current_module_version,
     latest_cleaning,
     learn_job_name,
-    learning_in_progress,
     learning_request,
+    learning_sensor_name,
 )
+from .learning_runs import learning_in_progress
+from .learning_sensor import build_learning_sensor
 from .live_module import times_live
 from .partitions import drops_partitions
 from .settings import DatasetSettings
@@ -122,9 +125,10 @@ def build_residual_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinition
         busy = learning_in_progress(context.instance, name)
         if busy:
             return dg.SensorResult(
-                skip_reason=f"learning run {busy} is still going; waiting for it to finish (if its process was "
-                "killed, the run stays 'started': terminate it in the UI (Runs, the run, Terminate, with force "
-                "termination) and learning resumes)",
+                skip_reason=f"learning run {busy} is still going (the sensor {learning_sensor_name(name)} submits its "
+                "runs); waiting for it to end (if the process of one of its runs was killed, that run stays "
+                "'started': terminate it in the UI (Runs, the run, Terminate, with force termination); re-executing "
+                "it, or learning from the drop again, then goes on where it stopped)",
                 cursor=context.cursor,
             )
         after = int(context.cursor or 0)
@@ -188,6 +192,7 @@ def _no_module_note(s: DatasetSettings, waiting: list[str], learning: str | None
             f"{learn_job_name(s.name)} for one of them, or run `smolclean learn FILE --name {s.name}`")
 
 
-def build_sensors(s: DatasetSettings, jobs: list) -> list[dg.SensorDefinition]:
-    """Every sensor of one dataset."""
-    return [build_drop_folder_sensor(s, jobs), build_residual_sensor(s, jobs)]
+def build_sensors(s: DatasetSettings, jobs: list, learning_jobs: list) -> list[dg.SensorDefinition]:
+    """Every sensor of one dataset: `jobs` clean and learn from drops, `learning_jobs` are the learning flow's steps."""
+    return [build_drop_folder_sensor(s, jobs), build_residual_sensor(s, jobs),
+            build_learning_sensor(s, [*jobs, *learning_jobs])]

@@ -18,6 +18,7 @@ import pytest
 
 from local_servers import redis_server, stop_group
 from smolclean_dagster import DatasetSettings
+from smolclean_dagster.learning_runs import LEARNING_RUN_TAG, WAVE_TAG
 from smolclean_dagster.settings import save_settings
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy" / "celery"
@@ -97,8 +98,8 @@ def test_the_learning_flow_runs_its_steps_on_two_celery_workers(celery_env, mess
         with dg.DagsterInstance.get() as instance:
             instance.add_dynamic_partitions("people_drops", ["people.csv"])
 
-        # The flow as `smolclean learn` drives it, run by run: read and chunk the drop; the chunk wave, its
-        # runs side by side; publish, validate and export; clean the drop.
+        # The flow's assets materialized by hand, run by run: read and chunk the drop; the chunk wave, its runs
+        # side by side; publish, validate and export; clean the drop.
         _wait(_materialize(env, root, ["people/raw_data", "people/chunks"], "people.csv"), logs=logs)
         with dg.DagsterInstance.get() as instance:
             chunks = instance.get_dynamic_partitions("people_chunks")
@@ -129,6 +130,65 @@ def test_the_learning_flow_runs_its_steps_on_two_celery_workers(celery_env, mess
     steps = {step for step, _ in hosts}
     assert {"people__chunk_functions", "people__validation", "people__cleaned_data"} <= steps
     assert {host.split("@")[0] for _, host in hosts} == set(WORKERS)
+    module = settings.module_dir / "clean_people.py"
+    assert module.exists() and "def clean(" in module.read_text(encoding="utf-8")
+    assert len(pd.read_parquet(settings.cleaned_path("people.csv"))) == 60
+
+
+#: Seconds a learning started by the drop folder sensor may take, run by run through the daemon, to its lesson.
+LEARNED_WITHIN_S = 420
+
+
+def test_a_drop_is_learned_through_the_learning_sensor_with_its_chunk_steps_on_the_celery_workers(celery_env, messy_csv):
+    """The deployment as documented in deploy/celery/: the daemon ticks the sensors and launches the queued runs
+    (each in its own process, the default run launcher); every step goes to a Celery worker. The first drop of a
+    dataset without a module starts a learning run, whose steps the sensor `people_learning` submits."""
+    env, root, logs = celery_env
+    settings = DatasetSettings(name="people", workdir=Path(env["SMOLCLEAN_WORKDIR"]), chunk_size=10, chunk_budget=2,
+                               sensor_interval_s=5)
+    save_settings(settings)  # the code location serves the datasets of the workdir
+    settings.drops_dir.mkdir(parents=True)
+    daemon_log = root / "daemon.log"
+    daemon = subprocess.Popen([str(BIN / "dagster-daemon"), "run", "-f", str(DEPLOY / "definitions.py")],
+                              env=env, cwd=root, stdout=daemon_log.open("w"), stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    lesson_key = dg.AssetKey(["people", "drop_learning"])
+    try:
+        shutil.copy(messy_csv, settings.drops_dir / "people.csv")
+        deadline = time.monotonic() + LEARNED_WITHIN_S
+        with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
+            while not instance.fetch_materializations(lesson_key, limit=1).records:
+                failed = instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE]), limit=1)
+                assert not failed, f"run {failed[0].job_name} failed:\n" + _tail([daemon_log, *logs])
+                assert daemon.poll() is None, "the daemon exited:\n" + _tail([daemon_log])
+                assert time.monotonic() < deadline, (
+                    f"people.csv was not learned within {LEARNED_WITHIN_S} s:\n" + _tail([daemon_log, *logs]))
+                time.sleep(2)
+            [lesson] = instance.fetch_materializations(lesson_key, limit=1).records
+            learning_run = lesson.asset_materialization.metadata["learning_run"].value
+            runs = instance.get_runs(dg.RunsFilter(tags={LEARNING_RUN_TAG: learning_run}))
+            start = instance.get_run_by_id(learning_run)
+            hosts = {}
+            for run in runs:
+                for entry in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
+                    data = entry.dagster_event.engine_event_data
+                    if "Celery worker" in data.metadata:
+                        hosts[(run.run_id, entry.step_key)] = data.metadata["Celery worker"].value
+    finally:
+        stop_group(daemon, signal.SIGINT)
+
+    # The drop folder sensor started the learning run; the learning sensor submitted every run of it.
+    assert start.job_name == "people_learn_from_drop" and start.tags["dagster/sensor_name"] == "people_drop_folder"
+    steps = [r for r in runs if r.run_id != learning_run]
+    assert steps and all(r.tags["dagster/sensor_name"] == "people_learning" for r in steps)
+    assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
+    # One wave of two chunks: two runs, each chunk's agent loop a step on a Celery worker.
+    chunk_runs = [r for r in steps if r.job_name == "people_learn_chunk"]
+    assert len(chunk_runs) == 2 and {r.tags[WAVE_TAG] for r in chunk_runs} == {"1"}
+    assert all((r.run_id, "people__chunk_functions") in hosts for r in chunk_runs), hosts
+    assert {"people__validation", "people__cleaned_data"} <= {step for _, step in hosts}
+    assert {host.split("@")[0] for host in hosts.values()} == set(WORKERS)  # both workers took steps
+    assert lesson.partition_key == "people.csv" and lesson.asset_materialization.metadata["chunks_analysed"].value == 2
     module = settings.module_dir / "clean_people.py"
     assert module.exists() and "def clean(" in module.read_text(encoding="utf-8")
     assert len(pd.read_parquet(settings.cleaned_path("people.csv"))) == 60

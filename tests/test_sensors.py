@@ -17,6 +17,7 @@ from smolclean_dagster.core.storage import DatasetStore
 from smolclean_dagster.core.watch import FileState, probe_drop
 from smolclean_dagster.drop_runs import LEARNED_FROM_TAG
 
+from learning_ticks import drive_learning
 from test_apply import MODULE
 
 NAME = "people"
@@ -344,7 +345,8 @@ def test_new_dirt_in_a_drop_teaches_the_agent_a_new_module_version(tmp_path, ins
     [teach] = tick("shipments_learn_on_residual").run_requests
     assert teach.job_name == "shipments_learn_from_drop" and teach.partition_key == "april.csv"
     names_before = {e.function.name for e in DatasetStore(settings.storage_dir, "shipments").registry.load().entries}
-    run(teach)
+    run(teach)  # starts the learning run; the sensor `shipments_learning` submits its runs
+    drive_learning(defs, instance, "shipments")
     new_version = read_module_version(module.read_text())
     assert new_version > version and "status" in module.read_text()
     lesson = instance.fetch_materializations(dg.AssetKey(["shipments", "drop_learning"]), limit=1).records[0]

@@ -19,6 +19,7 @@ from smolclean_dagster.core.storage import DatasetStore
 from smolclean_dagster.core.versions import VersionError, VersionStore
 from smolclean_dagster.live_module import VERSION_TAG
 
+from learning_ticks import drive_learning
 from test_sensors import _shipments
 
 SMOLCLEAN = [sys.executable, "-m", "smolclean_dagster.cli"]
@@ -97,7 +98,8 @@ def test_a_drop_teaches_a_proposed_version_that_cleans_nothing_until_approved(tm
     assert cleaned_by("april.csv") == 1
     [teach] = tick("shipments_learn_on_residual")  # april's status column is dirt version 1 never saw
     assert teach.job_name == "shipments_learn_from_drop"
-    run(teach.job_name, teach.partition_key, teach.tags)
+    run(teach.job_name, teach.partition_key, teach.tags)  # starts the learning run
+    drive_learning(defs, instance, "shipments")  # the sensor `shipments_learning` submits its runs
 
     history = store.load()
     assert [(v.number, v.state) for v in history.versions] == [(1, "live"), (2, "proposed")]

@@ -7,6 +7,11 @@ worker at this file's location, with the same environment:
     export SMOLCLEAN_CELERY_BROKER=redis://redis:6379/0 SMOLCLEAN_CELERY_BACKEND=redis://redis:6379/1
     export DAGSTER_HOME=/shared/dagster_home              # with deploy/postgres/dagster.yaml as dagster.yaml
     dagster-celery worker start -A dagster_celery.app -y deploy/celery/celery.yaml   # on each worker machine
+    dagster-daemon run -f deploy/celery/definitions.py    # once: sensors, run queue (or `dagster dev -f ...`)
+
+The daemon ticks the sensors and launches queued runs. Learning needs it: the sensor `<name>_learning` submits a
+learning run's runs step by step, each wave's chunks one run each, whose steps the workers run (see
+docs/learning-on-a-deployment.md).
 
 Datasets are added to the workdir with `smolclean learn ... --workdir $SMOLCLEAN_WORKDIR` (or by writing
 `datasets/<name>.yaml` there).

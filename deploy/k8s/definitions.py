@@ -2,7 +2,9 @@
 
 The Helm chart's user-code deployment serves this file (`dagster api grpc --python-file ...`, see values.yaml);
 the K8sRunLauncher starts each run as a Kubernetes Job, and this executor starts each step of the run (a
-chunk's agent loop, the validation, the cleaning of a drop) as a Job of its own. Every pod mounts the same
+chunk's agent loop, the validation, the cleaning of a drop) as a Job of its own. A learning run's runs are
+submitted by the sensor `<name>_learning` (the chart's daemon ticks it), each wave's chunks one run each, so
+they run in pods side by side (docs/learning-on-a-deployment.md). Every pod mounts the same
 shared volume, because steps hand their outputs to each other through the IO managers' files in the smolclean
 workdir; the Dagster instance itself (runs, events, partitions, checks) is in PostgreSQL.
 
