@@ -72,69 +72,6 @@ def _tail(logs: list[Path]) -> str:
     return "\n".join(f"--- {p.name}\n" + "\n".join(p.read_text(errors="replace").splitlines()[-15:]) for p in logs)
 
 
-def _materialize(env: dict, cwd: Path, assets: list[str], partition: str | None = None) -> subprocess.Popen:
-    """`dagster asset materialize` on the documented code location: the run's steps go to the workers."""
-    cmd = [str(BIN / "dagster"), "asset", "materialize", "-f", str(DEPLOY / "definitions.py"),
-           "--select", ",".join(assets)]
-    if partition is not None:
-        cmd += ["--partition", partition]
-    return subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def _wait(*procs: subprocess.Popen, logs: list[Path]) -> None:
-    for proc in procs:
-        out, _ = proc.communicate(timeout=180)
-        assert proc.returncode == 0, f"{' '.join(proc.args)} failed:\n{out[-4000:]}\n{_tail(logs)}"
-
-
-def test_the_learning_flow_runs_its_steps_on_two_celery_workers(celery_env, messy_csv):
-    env, root, logs = celery_env
-    settings = DatasetSettings(name="people", workdir=Path(env["SMOLCLEAN_WORKDIR"]), chunk_size=10, chunk_budget=2)
-    save_settings(settings)  # the code location serves the datasets of the workdir
-    settings.drops_dir.mkdir(parents=True)
-    shutil.copy(messy_csv, settings.drops_dir / "people.csv")
-    os.environ["DAGSTER_HOME"], previous_home = env["DAGSTER_HOME"], os.environ.get("DAGSTER_HOME")
-    try:
-        with dg.DagsterInstance.get() as instance:
-            instance.add_dynamic_partitions("people_drops", ["people.csv"])
-
-        # The flow's assets materialized by hand, run by run: read and chunk the drop; the chunk wave, its runs
-        # side by side; publish, validate and export; clean the drop.
-        _wait(_materialize(env, root, ["people/raw_data", "people/chunks"], "people.csv"), logs=logs)
-        with dg.DagsterInstance.get() as instance:
-            chunks = instance.get_dynamic_partitions("people_chunks")
-        assert len(chunks) == 2
-        _wait(*[_materialize(env, root, ["people/chunk_issues", "people/chunk_functions"], c) for c in chunks],
-              logs=logs)
-        _wait(_materialize(env, root, ["people/registry", "people/validation", "people/cleaning_module"]), logs=logs)
-        _wait(_materialize(env, root, ["people/cleaned_data"], "people.csv"), logs=logs)
-
-        with dg.DagsterInstance.get() as instance:
-            runs = instance.get_runs()
-            assert len(runs) == 5 and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
-            traces = instance.fetch_materializations(dg.AssetKey(["people", "chunk_functions"]), limit=10).records
-            assert {r.partition_key for r in traces} == set(chunks)
-            # Every step ran in a Celery worker, and both workers took steps.
-            hosts = []
-            for run in runs:
-                for entry in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
-                    data = entry.dagster_event.engine_event_data
-                    if "Celery worker" in data.metadata:
-                        hosts.append((entry.step_key, data.metadata["Celery worker"].value))
-    finally:
-        if previous_home is None:
-            del os.environ["DAGSTER_HOME"]
-        else:
-            os.environ["DAGSTER_HOME"] = previous_home
-
-    steps = {step for step, _ in hosts}
-    assert {"people__chunk_functions", "people__validation", "people__cleaned_data"} <= steps
-    assert {host.split("@")[0] for _, host in hosts} == set(WORKERS)
-    module = settings.module_dir / "clean_people.py"
-    assert module.exists() and "def clean(" in module.read_text(encoding="utf-8")
-    assert len(pd.read_parquet(settings.cleaned_path("people.csv"))) == 60
-
-
 #: Seconds a learning started by the drop folder sensor may take, run by run through the daemon, to its lesson.
 LEARNED_WITHIN_S = 420
 
