@@ -12,6 +12,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from .asset_keys import DatasetKeys
+from .core.analysts.drop_findings import left_as_written
 from .core.drops import read_drop
 from .core.errors import SmolcleanError
 from .core.instructions import open_items, split_instructions
@@ -104,6 +105,7 @@ def chunks_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDefinition:
             open_items=tuple(i.number for i in open_items(registry.coverage(items))),
             first_wave=1 if s.reads_instructions else s.planning_interval,
             ask_model=s.reads_instructions,
+            left_alone=left_as_written(s.instructions),
         )
         new = [c for c in plan.selected if not context.instance.has_dynamic_partition(chunk_parts.name, c)]
         if new:

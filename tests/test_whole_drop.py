@@ -150,6 +150,7 @@ def test_dirt_left_on_the_held_out_rows_goes_back_to_the_model_without_its_value
     held = choose_holdout(drop_key(source), len(df), DatasetSettings(name="x").holdout_fraction)
     row = next(i for i in held if df.loc[i, "city"] == "Columbus")
     df.loc[row, "city"] = "Colunbus"  # on a row no prompt may show
+    df.loc[next(i for i in held if i != row), "state"] = "N/A"  # left as written unasked: nothing to send back
     df.to_csv(source, index=False)
 
     with ScriptedLLM(script=[], responder=lambda recorded: reply(CLEAN)) as llm:
@@ -159,7 +160,8 @@ def test_dirt_left_on_the_held_out_rows_goes_back_to_the_model_without_its_value
         prompts = [r.prompt for r in llm.requests if "Answer in the reply format" in r.prompt]
     back = [p for p in prompts if "This chunk was chosen because: left on the held-out rows" in p]
     assert back, f"the run ended with dirt left on the held-out rows and the model never heard of it ({len(prompts)} calls)"
-    assert "city" in back[0].split("This chunk was chosen because:")[1].splitlines()[0]
+    why = back[0].split("This chunk was chosen because:")[1].splitlines()[0]
+    assert "city" in why and "null_tokens" not in why, why
     assert not any("Colunbus" in p for p in prompts), "a held-out value reached a prompt"
     assert len(back) == 1, "each kind of leftover goes back once"
 

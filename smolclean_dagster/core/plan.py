@@ -269,8 +269,11 @@ def plan_chunks(
     open_items: tuple[int, ...] = (),
     first_wave: int = 1,
     ask_model: bool = False,
+    left_alone: frozenset[str] = frozenset(),
 ) -> ChunkPlan:
-    """Split a drop (or continue `previous`) and choose the next wave of chunks for the analyst.
+    """Split a drop (or continue `previous`) and choose the next wave of chunks for the analyst. Kinds of dirt in
+    `left_alone` (those the defaults leave as written, such as null tokens nobody asked to null) do not go back
+    to the model from the held-out rows.
 
     Example:
         >>> plan = plan_chunks(df, dataset="c", drop="c.csv", chunk_size=50, budget=8, holdout_fraction=0.2)  # doctest: +SKIP
@@ -283,17 +286,18 @@ def plan_chunks(
         return plan
     probe = probe_chunks(plan, budget)
     signatures = residual_signatures(plan, df, probe, clean or (lambda rows: rows))
-    held_out = held_out_residual(plan, df, clean) if ask_model and plan.waves and clean is not None else ()
+    held_out = held_out_residual(plan, df, clean, left_alone) if ask_model and plan.waves and clean is not None else ()
     return select_wave(plan, signatures, wave_size=wave_size or budget, budget=budget, steps=steps,
                        open_items=open_items, first_wave=first_wave, ask_model=ask_model, held_out=held_out)
 
 
-def held_out_residual(plan: ChunkPlan, df: pd.DataFrame, clean: Cleaner) -> tuple[str, ...]:
-    """The kinds of dirt ("kind:column") the current registry leaves on the held-out rows."""
+def held_out_residual(plan: ChunkPlan, df: pd.DataFrame, clean: Cleaner,
+                      left_alone: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """The kinds of dirt ("kind:column") the current registry leaves on the held-out rows, but `left_alone`."""
     rows = plan.holdout_rows(df)
     if rows.empty:
         return ()
-    return tuple(sorted({f"{f.kind}:{f.column}" for f in detect_issues(clean(rows))}))
+    return tuple(sorted({f"{f.kind}:{f.column}" for f in detect_issues(clean(rows)) if f.kind not in left_alone}))
 
 
 def _spread(n: int, k: int) -> list[int]:

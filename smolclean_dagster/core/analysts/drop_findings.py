@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..detectors import dependencies
+from ..detectors import broken_text, dependencies, null_tokens
 from ..findings import Finding
 from ..profile import detect_issues
 from .base import AnalysisRequest
@@ -125,6 +125,22 @@ def asks_to_remove_debris(instructions: str) -> bool:
         (True, False)
     """
     return bool(_DEBRIS.search(instructions or ""))
+
+
+def left_as_written(instructions: str) -> frozenset[str]:
+    """The kinds of dirt the defaults leave as written unless the user asks: spellings of "no value" (no real
+    null unasked) and decoding debris (its letters are lost).
+
+    Example:
+        >>> sorted(left_as_written("")), sorted(left_as_written("Write N/A as null."))
+        (['broken_text', 'null_tokens'], ['broken_text'])
+    """
+    kinds = set()
+    if not asks_for_real_nulls(instructions):
+        kinds.add(null_tokens.KIND)
+    if not asks_to_remove_debris(instructions):
+        kinds.add(broken_text.KIND)
+    return frozenset(kinds)
 
 
 def asks_for_real_nulls(instructions: str) -> bool:
