@@ -361,7 +361,8 @@ def _analyst(options: dict) -> dict:
 
 
 def llm_usage(log: Path | None, since: int) -> dict:
-    """Calls and estimated tokens the endpoint logged after its first `since` lines (file_llm_server's log)."""
+    """Calls and estimated tokens the endpoint logged after its first `since` lines (one JSON line per call with
+    `prompt_tokens`, `completion_tokens` and `source`, "cache" for a reply it answered from its cache)."""
     if log is None or not log.exists():
         return {}
     lines = [json.loads(line) for line in log.read_text().splitlines()[since:] if line.strip()]
@@ -454,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-base", default=None, help="the model's endpoint (an OpenAI-compatible URL)")
     parser.add_argument("--api-key", default=None, help="the model's key (default: the environment's)")
     parser.add_argument("--llm-log", type=Path, default=None,
-                        help="the endpoint's call log (file_llm_server's QUEUE/log.jsonl): calls and tokens per run")
+                        help="the endpoint's call log (JSON lines with prompt_tokens and completion_tokens): calls and tokens per run")
     args = parser.parse_args(argv)
     quiet_logs()
     logging.basicConfig(level=logging.WARNING)
