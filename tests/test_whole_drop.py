@@ -202,3 +202,24 @@ def test_a_query_sees_the_rows_as_the_functions_so_far_clean_them(tmp_path, sand
     assert [e.function.name for e in store.load().entries] == ["fix_city_spellings"]
     answer = prompts[2].split("returned:")[1].strip().splitlines()[0].strip()
     assert answer in ("0", "np.int64(0)"), answer  # the two misspellings are fixed already
+
+
+def test_a_querys_answer_stays_in_the_prompt_after_the_next_step(tmp_path, sandbox):
+    from smolclean_dagster.core.analysts import make_analyst
+    from smolclean_dagster.core.loop import ChunkWork, LoopSettings, run_chunk
+    from smolclean_dagster.core.registry import RegistryStore
+
+    df = pd.read_csv(addresses(tmp_path / "a.csv"), dtype=str, keep_default_na=False)
+    first = '<issues>\n- city: rare spellings\n</issues>\n<query>df["city"].nunique()</query>'
+    second = '<issues>\n- state: codes\n</issues>\n<query>sorted(df["state"].unique())</query>'
+    with ScriptedLLM(script=[reply(first), reply(second), reply(CLEAN)]) as llm:
+        analyst = make_analyst("llm", model="openai/test-model", api_base=llm.api_base, api_key="test",
+                               cache_dir=tmp_path / "cache", backoff_s=0.01, backoff_max_s=0.05, timeout_s=5.0)
+        work = ChunkWork(dataset="a", drop="a.csv", chunk_id="c0", rows=df.iloc[:50].reset_index(drop=True),
+                         holdout=df.iloc[2400:].reset_index(drop=True), reference=df.iloc[:2400].reset_index(drop=True))
+        list(run_chunk(work, analyst, RegistryStore(tmp_path / "registry.json", "a"), sandbox, LoopSettings(max_steps=4)))
+        prompts = [r.prompt for r in llm.requests]
+    assert "## Your earlier queries" not in prompts[1], "the one answer is in the feedback, shown once"
+    earlier = prompts[2].split("## Your earlier queries on this chunk")[1].split("\n## ")[0]
+    assert '`df["city"].nunique()` returned:' in earlier and "10" in earlier  # ten cities: the model keeps its answer
+    assert "sorted(df" in prompts[2].split("## What happened to your previous reply")[1]

@@ -59,6 +59,10 @@ class ChunkWork:
     why: str = ""
 
 
+#: Earlier query answers of a chunk kept in its prompt (each cut to the query budget), before the latest one.
+EARLIER_QUERIES = 2
+
+
 @dataclass(frozen=True)
 class LoopSettings:
     """The knobs of the loop, from the dataset's settings."""
@@ -115,6 +119,8 @@ def run_chunk(
     accepted: list[str] = []
     model = getattr(analyst, "reads_instructions", False)
     step = tokens = 0
+    answered: list[tuple[str, str]] = []  # the chunk's queries and answers: the model has no memory of them
+    just_answered = False  # the latest answer is in the feedback; the ones before it stay in their own section
     while True:
         registry = store.load().without_chunks(work.hidden)
         # The user's instruction items; with none, a model works to its own plan once it has written one.
@@ -153,8 +159,10 @@ def run_chunk(
                 items=states,
                 planned=model and not settings.items,
                 why=work.why,
+                earlier_queries=tuple((answered[:-1] if just_answered else answered)[-EARLIER_QUERIES:]),
             )
         )
+        just_answered = False
         tokens += proposal.usage.prompt_tokens + proposal.usage.completion_tokens
         fn = proposal.function
         answer = None
@@ -190,6 +198,8 @@ def run_chunk(
                 continue
             if answer is not None:  # a query uses a step; its answer is what the model reads next
                 feedback = " ".join(notes + [f"Your query `{proposal.query}` over the drop's rows returned:\n{answer}"])
+                answered.append((proposal.query, answer))
+                just_answered = True
                 continue
             if proposal.adopt is not None:
                 feedback = f"no ready-made candidates are offered here, so `{proposal.adopt}` cannot be adopted; " \

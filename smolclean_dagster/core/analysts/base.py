@@ -76,6 +76,8 @@ class AnalysisRequest(BaseModel):
     planned: bool = Field(default=False, description="no instructions: the items are the model's own plan, if any")
     candidates: tuple[Candidate, ...] = Field(default=(), description="ready-made functions the model may adopt")
     why: str = Field(default="", description="why the planner chose this chunk")
+    earlier_queries: tuple[tuple[str, str], ...] = Field(
+        default=(), description="the chunk's earlier queries and their answers, before the one just answered")
 
 
 class Usage(BaseModel):

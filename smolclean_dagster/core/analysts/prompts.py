@@ -175,6 +175,7 @@ def analysis_messages(
         items=list(request.items),
         planned=request.planned,
         why=request.why,
+        earlier_queries=[{"query": q, "answer": a} for q, a in request.earlier_queries],
         open_items=[f"#{i.number}" for i in request.items if i.state == "open"],
         evidence=_evidence(request.reference),
         evidence_rows=0 if request.reference is None else len(request.reference),
