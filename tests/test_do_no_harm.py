@@ -194,6 +194,17 @@ def llm():
         yield server
 
 
+def first_verdict(drop: pd.DataFrame, llm, tmp_path, sandbox) -> tuple[VerdictStep, RegistryStore]:
+    """The model's first function on a chunk of `drop` (rows 0-49; reference 0-199, held out 200-), judged."""
+    analyst = make_analyst("llm", model="openai/test-model", api_base=llm.api_base, api_key="test",
+                           cache_dir=tmp_path / "cache", backoff_s=0.01, backoff_max_s=0.05, timeout_s=5.0)
+    work = ChunkWork(dataset="d", drop="d.csv", chunk_id="c0", rows=drop.iloc[:50].reset_index(drop=True),
+                     holdout=drop.iloc[200:].reset_index(drop=True), reference=drop.iloc[:200].reset_index(drop=True))
+    store = RegistryStore(tmp_path / "registry.json", "d")
+    steps = list(run_chunk(work, analyst, store, sandbox, LoopSettings(max_steps=3)))
+    return next(s for s in steps if isinstance(s, VerdictStep)), store
+
+
 def test_a_model_function_that_rewrites_valid_values_is_sent_back_with_the_numbers(llm, tmp_path, sandbox):
     rng = random.Random(7)
     roles = ["director", "secretary", "member", "agent"] * 5 + ["CEO", "CFO", "President"]
@@ -202,13 +213,7 @@ def test_a_model_function_that_rewrites_valid_values_is_sent_back_with_the_numbe
     llm.add(reply(f"<issues>\n- role: mixed case\n</issues>\n<code>\n```python\n{LOWER_ROLES}```\n</code>\n"
                   "<status>needs_more_work</status>"),
             reply("<issues>\n</issues>\n<status>clean</status>"))
-    analyst = make_analyst("llm", model="openai/test-model", api_base=llm.api_base, api_key="test",
-                           cache_dir=tmp_path / "cache", backoff_s=0.01, backoff_max_s=0.05, timeout_s=5.0)
-    work = ChunkWork(dataset="d", drop="d.csv", chunk_id="c0", rows=drop.iloc[:50].reset_index(drop=True),
-                     holdout=drop.iloc[200:].reset_index(drop=True), reference=drop.iloc[:200].reset_index(drop=True))
-    store = RegistryStore(tmp_path / "registry.json", "d")
-    steps = list(run_chunk(work, analyst, store, sandbox, LoopSettings(max_steps=3)))
-    verdict = next(s for s in steps if isinstance(s, VerdictStep))
+    verdict, store = first_verdict(drop, llm, tmp_path, sandbox)
     assert not verdict.accepted
     assert "would do harm on the held-out rows" in verdict.reason and "looks valid" in verdict.reason
     assert "'CEO' -> 'ceo'" in verdict.reason or "'CFO' -> 'cfo'" in verdict.reason
@@ -263,13 +268,7 @@ def test_a_model_function_merging_two_spellings_each_on_many_rows_is_sent_back_t
                   f"<code>\n```python\n{ONE_UNIT_SPELLING}```\n</code>\n<serves>1</serves>\n<status>needs_more_work</status>"),
             reply("<issues>\n</issues>\n<declined>\n- 1: each spelling is on many rows; none is evidently wrong\n</declined>\n"
                   "<status>clean</status>"))
-    analyst = make_analyst("llm", model="openai/test-model", api_base=llm.api_base, api_key="test",
-                           cache_dir=tmp_path / "cache", backoff_s=0.01, backoff_max_s=0.05, timeout_s=5.0)
-    work = ChunkWork(dataset="d", drop="d.csv", chunk_id="c0", rows=drop.iloc[:50].reset_index(drop=True),
-                     holdout=drop.iloc[200:].reset_index(drop=True), reference=drop.iloc[:200].reset_index(drop=True))
-    store = RegistryStore(tmp_path / "registry.json", "d")
-    steps = list(run_chunk(work, analyst, store, sandbox, LoopSettings(max_steps=3)))
-    verdict = next(s for s in steps if isinstance(s, VerdictStep))
+    verdict, store = first_verdict(drop, llm, tmp_path, sandbox)
     assert not verdict.accepted, "'12.0 oz' on a quarter of the rows was rewritten as if it were a slip"
     assert "would do harm on the held-out rows" in verdict.reason
     assert re.search(r"'1\d\.0 (?:oz|ounce)' -> '1\d\.0 oz\.'", verdict.reason), verdict.reason

@@ -110,10 +110,25 @@ def fix_city_spellings(df: pd.DataFrame) -> pd.DataFrame:
 '''
 
 
-def test_with_no_instructions_the_model_writes_its_plan_and_serves_or_declines_each_item(tmp_path, sandbox):
+def chunk_loop(df: pd.DataFrame, script: list, tmp_path: Path, sandbox):
+    """The agent loop on the first 50 rows of `df` (reference: rows up to 2,400, held out: the rest) with a
+    scripted model: its steps, the prompts it was sent and the registry store."""
     from smolclean_dagster.core.analysts import make_analyst
     from smolclean_dagster.core.loop import ChunkWork, LoopSettings, run_chunk
     from smolclean_dagster.core.registry import RegistryStore
+
+    with ScriptedLLM(script=script) as llm:
+        analyst = make_analyst("llm", model="openai/test-model", api_base=llm.api_base, api_key="test",
+                               cache_dir=tmp_path / "cache", backoff_s=0.01, backoff_max_s=0.05, timeout_s=5.0)
+        work = ChunkWork(dataset="a", drop="a.csv", chunk_id="c0", rows=df.iloc[:50].reset_index(drop=True),
+                         holdout=df.iloc[2400:].reset_index(drop=True), reference=df.iloc[:2400].reset_index(drop=True),
+                         sample=df.iloc[:2400].reset_index(drop=True))
+        store = RegistryStore(tmp_path / "registry.json", "a")
+        steps = list(run_chunk(work, analyst, store, sandbox, LoopSettings(max_steps=4)))
+        return steps, [r.prompt for r in llm.requests], store
+
+
+def test_with_no_instructions_the_model_writes_its_plan_and_serves_or_declines_each_item(tmp_path, sandbox):
     from smolclean_dagster.core.steps import FinalStep
 
     df = pd.read_csv(addresses(tmp_path / "a.csv"), dtype=str, keep_default_na=False)
@@ -124,15 +139,7 @@ def test_with_no_instructions_the_model_writes_its_plan_and_serves_or_declines_e
         reply("<issues>\n</issues>\n<declined>\n- 2: the zip code or the city may be the wrong cell; nothing in the "
               "row says which\n</declined>\n<status>clean</status>"),
     ]
-    with ScriptedLLM(script=script) as llm:
-        analyst = make_analyst("llm", model="openai/test-model", api_base=llm.api_base, api_key="test",
-                               cache_dir=tmp_path / "cache", backoff_s=0.01, backoff_max_s=0.05, timeout_s=5.0)
-        work = ChunkWork(dataset="a", drop="a.csv", chunk_id="c0", rows=df.iloc[:50].reset_index(drop=True),
-                         holdout=df.iloc[2400:].reset_index(drop=True), reference=df.iloc[:2400].reset_index(drop=True),
-                         sample=df.iloc[:2400].reset_index(drop=True))
-        store = RegistryStore(tmp_path / "registry.json", "a")
-        steps = list(run_chunk(work, analyst, store, sandbox, LoopSettings(max_steps=4)))
-        prompts = [r.prompt for r in llm.requests]
+    steps, prompts, store = chunk_loop(df, script, tmp_path, sandbox)
     assert "First write your plan: <plan>" in prompts[0]
     assert "## Your own plan (no instructions were given; serve or decline each item)" in prompts[1]
     assert "1. [served by fix_city_spellings] city: fix the two misspelled cities" in prompts[1]
@@ -182,43 +189,21 @@ def test_a_learning_run_stops_asking_the_model_once_its_token_budget_is_spent(tm
 
 
 def test_a_query_sees_the_rows_as_the_functions_so_far_clean_them(tmp_path, sandbox):
-    from smolclean_dagster.core.analysts import make_analyst
-    from smolclean_dagster.core.loop import ChunkWork, LoopSettings, run_chunk
-    from smolclean_dagster.core.registry import RegistryStore
-
     df = pd.read_csv(addresses(tmp_path / "a.csv"), dtype=str, keep_default_na=False)
     ask = '<issues>\n- city: rare spellings\n</issues>\n<query>df["city"].isin(["Chicgo", "Seatle"]).sum()</query>'
     script = [reply(f"<issues>\n- city: misspellings\n</issues>\n<code>\n```python\n{FIX_CITY}```\n</code>\n"
                     "<status>needs_more_work</status>"), reply(ask), reply(CLEAN)]
-    with ScriptedLLM(script=script) as llm:
-        analyst = make_analyst("llm", model="openai/test-model", api_base=llm.api_base, api_key="test",
-                               cache_dir=tmp_path / "cache", backoff_s=0.01, backoff_max_s=0.05, timeout_s=5.0)
-        work = ChunkWork(dataset="a", drop="a.csv", chunk_id="c0", rows=df.iloc[:50].reset_index(drop=True),
-                         holdout=df.iloc[2400:].reset_index(drop=True), reference=df.iloc[:2400].reset_index(drop=True),
-                         sample=df.iloc[:2400].reset_index(drop=True))
-        store = RegistryStore(tmp_path / "registry.json", "a")
-        list(run_chunk(work, analyst, store, sandbox, LoopSettings(max_steps=4)))
-        prompts = [r.prompt for r in llm.requests]
+    _, prompts, store = chunk_loop(df, script, tmp_path, sandbox)
     assert [e.function.name for e in store.load().entries] == ["fix_city_spellings"]
     answer = prompts[2].split("returned:")[1].strip().splitlines()[0].strip()
     assert answer in ("0", "np.int64(0)"), answer  # the two misspellings are fixed already
 
 
 def test_a_querys_answer_stays_in_the_prompt_after_the_next_step(tmp_path, sandbox):
-    from smolclean_dagster.core.analysts import make_analyst
-    from smolclean_dagster.core.loop import ChunkWork, LoopSettings, run_chunk
-    from smolclean_dagster.core.registry import RegistryStore
-
     df = pd.read_csv(addresses(tmp_path / "a.csv"), dtype=str, keep_default_na=False)
     first = '<issues>\n- city: rare spellings\n</issues>\n<query>df["city"].nunique()</query>'
     second = '<issues>\n- state: codes\n</issues>\n<query>sorted(df["state"].unique())</query>'
-    with ScriptedLLM(script=[reply(first), reply(second), reply(CLEAN)]) as llm:
-        analyst = make_analyst("llm", model="openai/test-model", api_base=llm.api_base, api_key="test",
-                               cache_dir=tmp_path / "cache", backoff_s=0.01, backoff_max_s=0.05, timeout_s=5.0)
-        work = ChunkWork(dataset="a", drop="a.csv", chunk_id="c0", rows=df.iloc[:50].reset_index(drop=True),
-                         holdout=df.iloc[2400:].reset_index(drop=True), reference=df.iloc[:2400].reset_index(drop=True))
-        list(run_chunk(work, analyst, RegistryStore(tmp_path / "registry.json", "a"), sandbox, LoopSettings(max_steps=4)))
-        prompts = [r.prompt for r in llm.requests]
+    _, prompts, _ = chunk_loop(df, [reply(first), reply(second), reply(CLEAN)], tmp_path, sandbox)
     assert "## Your earlier queries" not in prompts[1], "the one answer is in the feedback, shown once"
     earlier = prompts[2].split("## Your earlier queries on this chunk")[1].split("\n## ")[0]
     assert '`df["city"].nunique()` returned:' in earlier and "10" in earlier  # ten cities: the model keeps its answer
