@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -244,3 +246,25 @@ def test_closed_sandbox_refuses_calls(frame):
     sb.close()
     with pytest.raises(SandboxError, match="closed"):
         sb.run(STRIP, frame)
+
+
+def test_a_killed_caller_leaves_no_working_folder_behind(tmp_path):
+    # A run killed mid-way (or a process ending without closing its pool) never reaches Sandbox.close().
+    script = tmp_path / "caller.py"
+    script.write_text(
+        "import os, sys\n"
+        "import pandas as pd\n"
+        "from smolclean_dagster.sandbox import Sandbox\n"
+        "sandbox = Sandbox(workers=1)\n"
+        "sandbox.run(sys.argv[1], pd.DataFrame({'name': [' a ']}))\n"
+        "print(' '.join(os.listdir(os.environ['TMPDIR'])), flush=True)\n"
+        "os.kill(os.getpid(), 9)\n")
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    out = subprocess.run([sys.executable, str(script), STRIP], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "TMPDIR": str(folder)})
+    assert out.stdout.split() and out.stdout.split()[0].startswith("smolclean-sandbox-"), out.stderr[-2000:]
+    deadline = time.monotonic() + 10
+    while os.listdir(folder) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert os.listdir(folder) == []

@@ -15,6 +15,9 @@ Which changes count as hitting a valid value (`looks_valid`):
   ("CEO" on forty rows -> "ceo" on five), or on `KEEP_CELLS` rows or more ("ENG" on 23 rows -> "eng" on 464);
 - any value written in the column's dominant form (the shape `DOMINANT_SHAPE` of its cells share), moved
   out of it ("2012/01/01" -> "2012-01-01" where every date reads "2012/01/01").
+A value the drop holds on `KEEP_CELLS` rows or more is presumed valid on its own: a function rewriting one is
+harmful whatever else it fixes ("ENG" on 23 rows, rewritten beside "English" -> "eng" on 95). So is a function
+whose changes in a column mostly write values that the other rows of their entity contradict (`entities`).
 A spelling of "no value" ("N/A", "") never counts: making it a null is a representation, not a loss. The
 user's words win: a form the instructions may ask for does not count when there are instructions, and a
 function serving an instruction item is not judged here at all.
@@ -40,6 +43,7 @@ import pandas as pd
 from .detectors.boolean_spellings import SPELLINGS
 from .detectors.case_variants import KEEP_CELLS
 from .detectors.cells import is_null_token
+from .entities import contradicted
 from .validate import as_text, changed_cells
 
 #: A value held by this many rows of its column is common ...
@@ -131,21 +135,48 @@ def _same_boolean(old: str, new: str) -> bool:
 
 
 @dataclass(frozen=True)
+class Contradicted:
+    """A column where most of a function's changes write a value the other rows of the entity contradict."""
+
+    column: str
+    key: str
+    cells: int
+    changed: int
+    example: tuple[str, str, str]  # (before, after, the value the entity's other rows hold)
+
+
+@dataclass(frozen=True)
 class Harm:
     """What one function did to the rows it was tried on."""
 
     changed: int = 0
     valid_hits: int = 0
     pairs: tuple[tuple[str, str, str], ...] = ()  # (column, before, after) of valid-looking values rewritten
+    settled: tuple[tuple[str, str, int], ...] = ()  # (column, value, rows of the drop) rewritten, held on many rows
+    contradicted: tuple[Contradicted, ...] = ()
 
     @property
     def harmful(self) -> bool:
-        return self.valid_hits >= MIN_HARM_CELLS and self.valid_hits > HARM_SHARE * self.changed
+        many = self.valid_hits >= MIN_HARM_CELLS and self.valid_hits > HARM_SHARE * self.changed
+        return many or bool(self.settled) or bool(self.contradicted)
 
     def describe(self) -> str:
-        shown = ", ".join(f"{c}: {b!r} -> {a!r}" for c, b, a in self.pairs[:3])
-        return (f"{self.valid_hits} of the {self.changed} cells it changed held a value that looks valid "
-                f"(common in its column, or in the column's usual form), e.g. {shown}")
+        parts = []
+        if self.valid_hits >= MIN_HARM_CELLS and self.valid_hits > HARM_SHARE * self.changed:
+            shown = ", ".join(f"{c}: {b!r} -> {a!r}" for c, b, a in self.pairs[:3])
+            parts.append(f"{self.valid_hits} of the {self.changed} cells it changed held a value that looks valid "
+                         f"(common in its column, or in the column's usual form), e.g. {shown}")
+        if self.settled:
+            shown = ", ".join(f"{c}: {v!r} ({n} rows)" for c, v, n in self.settled[:3])
+            parts.append(f"it rewrites values the drop holds on many rows, which are presumed right: {shown}")
+        for c in self.contradicted[:3]:
+            before, after, theirs = c.example
+            parts.append(f"in {c.column}, {c.cells} of its {c.changed} changes write a value the other rows of the "
+                         f"same {c.key} contradict, e.g. {before!r} -> {after!r} where they hold {theirs!r}")
+        return "; ".join(parts)
+
+    def with_contradictions(self, found: tuple[Contradicted, ...]) -> Harm:
+        return Harm(self.changed, self.valid_hits, self.pairs, self.settled, self.contradicted + found)
 
 
 def estimate(before: pd.DataFrame, after: pd.DataFrame, counts: ValueCounts, *, forms: bool = True) -> Harm:
@@ -157,12 +188,38 @@ def estimate(before: pd.DataFrame, after: pd.DataFrame, counts: ValueCounts, *, 
     b, a = as_text(before).reset_index(drop=True), as_text(after).reset_index(drop=True)
     changed = hits = 0
     pairs: list[tuple[str, str, str]] = []
+    settled: dict[tuple[str, str], int] = {}
     for column in diff.columns:
         rows = diff.index[diff[column]]
         changed += len(rows)
+        held = counts.values.get(str(column), Counter())
         for old, new in zip(b.loc[rows, column], a.loc[rows, column]):
             if isinstance(old, str) and counts.looks_valid(str(column), old, new, forms=forms):
                 hits += 1
                 if len(pairs) < MAX_PAIRS:
                     pairs.append((str(column), old, "" if new is None else new))
-    return Harm(changed, hits, tuple(pairs))
+                if held[old.strip()] >= KEEP_CELLS:
+                    settled[(str(column), old.strip())] = held[old.strip()]
+    return Harm(changed, hits, tuple(pairs), tuple((c, v, n) for (c, v), n in settled.items()))
+
+
+def contradictions(before: pd.DataFrame, after: pd.DataFrame, keys: dict[str, str]) -> tuple[Contradicted, ...]:
+    """The columns where most of the change from `before` to `after` (at least `MIN_HARM_CELLS` cells) writes
+    values the other rows of their entity contradict; `keys` names each column's entity column (`entity_keys`)."""
+    if len(before) != len(after) or before.empty:
+        return ()
+    b, a = as_text(before).reset_index(drop=True), as_text(after).reset_index(drop=True)
+    diff = changed_cells(b, a)
+    out = []
+    for column in diff.columns:
+        key, changed = keys.get(str(column)), int(diff[column].sum())
+        if key is None or key not in a.columns or changed < MIN_HARM_CELLS:
+            continue
+        hit = contradicted(b, a, str(column), key)
+        n = int(hit.sum())
+        if n >= MIN_HARM_CELLS and n > HARM_SHARE * changed:
+            i = hit.index[hit][0]
+            group = a[column][(a[key] == a.at[i, key]) & (a.index != i)]
+            theirs = group.value_counts().index[0] if group.notna().any() else ""
+            out.append(Contradicted(str(column), key, n, changed, (str(b.at[i, column]), str(a.at[i, column]), str(theirs))))
+    return tuple(out)

@@ -31,6 +31,7 @@ from .registry import Provenance, Registry, RegistryEntry, RegistryStore
 from .sandbox import GateRejected, SandboxCrashed, SandboxError, SandboxTimeout, ResourceLimitExceeded, FunctionFailed
 from .steps import FinalStep, ProposalStep, Step, VerdictStep
 from . import harm, queries
+from .entities import entity_keys
 from .validate import CodeRunner, changed_cells, check_candidate, frames_equal
 
 log = logging.getLogger("smolclean.loop")
@@ -298,13 +299,17 @@ def _harm_or_conflict(fn: CleaningFunction, registry: Registry, holdout: pd.Data
     if holdout.empty:
         return None
     after = runner.run(fn.code, holdout, entry=fn.name, timeout_s=settings.timeout_s)
-    counts = _value_counts(registry, reference, runner)
+    drop = _drop_as_cleaned(registry, reference, runner)
     # The gate judges values; a value moved out of its column's usual form is counted in the report's table
     # (validation) but not sent back here: the prompt's default already asks for the column's own form.
-    damage = harm.estimate(holdout, after, counts, forms=False)
+    damage = harm.estimate(holdout, after, drop.counts, forms=False)
+    if not damage.harmful and not asked and drop.keys:
+        # the entity's other rows are judged over the whole drop: the held-out rows hold few of each entity
+        whole = runner.run(fn.code, drop.rows, entry=fn.name, timeout_s=settings.timeout_s)
+        damage = damage.with_contradictions(harm.contradictions(drop.rows, whole, drop.keys))
     if damage.harmful and not asked:
-        return (f"it would do harm on the held-out rows: {damage.describe()}; change only values that are evidently "
-                "wrong (rare beside a common spelling, or off the column's usual form) and leave the rest")
+        return (f"it would do harm: {damage.describe()}; change only values that are evidently wrong (rare beside a "
+                "common spelling, or off the column's usual form) into values evidently right, and leave the rest")
     with_it = registry.with_entry(RegistryEntry(function=fn, provenance=Provenance(drop="", chunk="", step=0,
                                                                                     analyst="candidate")))
     from .export import render_module
@@ -321,17 +326,28 @@ def _harm_or_conflict(fn: CleaningFunction, registry: Registry, holdout: pd.Data
     return None
 
 
-_COUNTS: dict[tuple[int, int, int], harm.ValueCounts] = {}
+@dataclass(frozen=True)
+class _DropAsCleaned:
+    """The drop's reference rows as the registry cleans them, with what the gates judge by."""
+
+    rows: pd.DataFrame | None
+    counts: harm.ValueCounts
+    keys: dict[str, str]
 
 
-def _value_counts(registry: Registry, reference: pd.DataFrame | None, runner: CodeRunner) -> harm.ValueCounts:
-    """The drop's value counts as the registry cleans it, kept per registry version and reference."""
+_DROPS: dict[tuple[int, int, int], _DropAsCleaned] = {}
+
+
+def _drop_as_cleaned(registry: Registry, reference: pd.DataFrame | None, runner: CodeRunner) -> _DropAsCleaned:
+    """The drop's reference rows as the registry cleans them, their value counts and entity columns, kept per
+    registry version and reference."""
     key = (id(reference), registry.version, len(registry.entries))
-    if key not in _COUNTS:
-        _COUNTS.clear()
+    if key not in _DROPS:
+        _DROPS.clear()
         cleaned = None if reference is None else clean_with(registry, reference, runner)
-        _COUNTS[key] = harm.ValueCounts.of(cleaned)
-    return _COUNTS[key]
+        keys = {} if cleaned is None or cleaned.empty else entity_keys(cleaned)
+        _DROPS[key] = _DropAsCleaned(cleaned, harm.ValueCounts.of(cleaned), keys)
+    return _DROPS[key]
 
 
 def _answer(query: str, rows: pd.DataFrame, runner: CodeRunner, settings: LoopSettings) -> str:

@@ -82,7 +82,20 @@ def main() -> None:
     # Children then skip scanning (and copying on write) the warm heap they inherit.
     gc.freeze()
     wire.write_json(conn_out, {"ready": True, "pid": os.getpid(), "layers": layers, "notes": notes})
-    Zygote(conn_in, conn_out, args, layers).serve()
+    try:
+        Zygote(conn_in, conn_out, args, layers).serve()
+    finally:
+        _remove_workdir()
+
+
+def _remove_workdir() -> None:
+    """Remove the empty working folder the orchestrator made for this zygote, once its pipe closed: an
+    orchestrator that ends without closing its pool (a killed run) would otherwise leave it behind."""
+    workdir = os.getcwd()
+    if os.path.basename(workdir).startswith("smolclean-sandbox-"):
+        import shutil
+
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _parse_args() -> argparse.Namespace:

@@ -1,0 +1,102 @@
+"""Rows that describe the same thing: a change the other rows of its entity contradict is not evidently right.
+
+Many drops hold several rows per entity: a flight reported by several sources, a hospital with a row per
+measure, a brewery with a row per beer. Another column names the entity (`flight`, `ProviderNumber`,
+`brewery_id`), and most of that entity's rows agree on the column's value. A function that rewrites a cell
+into a value the entity's other rows do not hold ("7:02aDec 1" -> "7:02 a.m." where the flight's other rows
+say "7:16 a.m.") may fix the cell's form, but the value it writes is still not the entity's: the cell was
+wrong and is still wrong. Do no harm asks for a change only where the replacement is evidently right, so the
+validation gate counts such changes and sends back a function whose changes in a column mostly are such.
+
+The entity column is found over the drop (`entity_keys`): the column whose groups of three rows or more
+cover a good share of the drop, and inside whose groups the other columns agree most. It names the entity of
+the columns whose most common value inside a group covers most of its rows, far more than their most common
+value covers the whole column (any grouping agrees on a yes/no column).
+
+Example:
+    >>> import pandas as pd
+    >>> rows = pd.DataFrame({"flight": ["AA-1"] * 4 + ["UA-2"] * 4 + ["DL-3"] * 4,
+    ...                      "dep": ["7:16 a.m."] * 3 + ["7:02aDec 1"] + ["9:05 a.m.", "9:05a"] * 2 + ["6:40 a.m.", "6:40a"] * 2})
+    >>> entity_keys(rows)
+    {'dep': 'flight'}
+    >>> after = rows.assign(dep=rows["dep"].replace("7:02aDec 1", "7:02 a.m."))
+    >>> contradicted(rows, after, "dep", "flight").tolist()
+    [False, False, False, True, False, False, False, False, False, False, False, False]
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+#: A group of this many rows or more says what its entity's value is.
+MIN_GROUP = 3
+#: Rows in such groups must be this share of the drop for the column to name entities at all.
+MIN_GROUPED_SHARE = 0.3
+#: Inside the groups, the most common value must cover this share of the rows ...
+MIN_AGREEMENT = 0.5
+#: ... and this many times the share the column's most common value covers of the whole column.
+OVER_CHANCE = 2.0
+
+
+def entity_keys(frame: pd.DataFrame) -> dict[str, str]:
+    """Column -> the column naming the entity whose value it holds, for the columns one does (module docstring).
+
+    A drop has one entity column: of the columns whose groups of `MIN_GROUP` rows or more cover
+    `MIN_GROUPED_SHARE` of it, the one inside whose groups the other columns agree most, over chance. A
+    sibling value ("act_arr_time" beside "act_dep_time") may agree as well on one column, but it does not name
+    the flight: the flight's own column agrees on all of them.
+    """
+    text = {str(c): _text(frame[c]) for c in frame.columns}
+    chance = {c: _top_share(v) for c, v in text.items()}
+    best, best_score, best_agreement = None, 0.0, {}
+    for key, keys in text.items():
+        sizes = keys.map(keys.value_counts())
+        grouped = sizes.index[sizes >= MIN_GROUP]
+        if len(grouped) < MIN_GROUPED_SHARE * len(frame) or keys[grouped].nunique() < 2:
+            continue
+        agreement = {}
+        for column, values in text.items():
+            rows = grouped[values[grouped].notna().to_numpy()]
+            if column == key or len(rows) < MIN_GROUP:
+                continue
+            pairs = pd.DataFrame({"k": keys[rows], "v": values[rows]})
+            agreement[column] = pairs.groupby(["k", "v"], sort=False).size().groupby(level=0, sort=False).max().sum() / len(rows)
+        score = sum(max(0.0, a - chance[c]) for c, a in agreement.items()) * len(grouped) / len(frame)
+        if score > best_score:
+            best, best_score, best_agreement = key, score, agreement
+    if best is None:
+        return {}
+    return {c: best for c, a in best_agreement.items() if a >= max(MIN_AGREEMENT, OVER_CHANCE * chance[c])}
+
+
+def _top_share(values: pd.Series) -> float:
+    """The share of a column's known cells its most common value holds."""
+    known = values.dropna()
+    return 0.0 if known.empty else known.value_counts().iloc[0] / len(known)
+
+
+def contradicted(before: pd.DataFrame, after: pd.DataFrame, column: str, key: str) -> pd.Series:
+    """Per row of `after`: whether `column` changed there into a value that the other rows of its entity
+    (`key`, as `after` has it) contradict: at least two of them hold one other value, more than hold the new one."""
+    old, new, keys = _text(before[column]).fillna("\0"), _text(after[column]).fillna("\0"), _text(after[key])
+    changed = (old != new) & keys.notna()
+    out = pd.Series(False, index=after.index)
+    if not changed.any():
+        return out
+    counts = pd.DataFrame({"k": keys, "v": new}).dropna().groupby(["k", "v"], sort=False).size()
+    groups: dict = {}
+    for (k, v), n in counts.items():
+        groups.setdefault(k, []).append((n, v))
+    for i in changed.index[changed]:
+        k, v = keys[i], new[i]
+        others = sorted(((n - (w == v), w) for n, w in groups.get(k, ())), reverse=True)
+        held = next((n for n, w in others if w == v), 0)
+        top, value = others[0] if others else (0, None)
+        out[i] = value != v and top >= 2 and top > held
+    return out
+
+
+def _text(series: pd.Series) -> pd.Series:
+    """Cells as stripped text, blanks as missing."""
+    text = series.astype("string").str.strip()
+    return text.where(text != "").astype(object).where(text.notna() & (text != ""), None)
