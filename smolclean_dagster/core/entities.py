@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .detectors.cells import is_null_token
+
 #: A group of this many rows or more says what its entity's value is.
 MIN_GROUP = 3
 #: Rows in such groups must be this share of the drop for the column to name entities at all.
@@ -78,8 +80,9 @@ def _top_share(values: pd.Series) -> float:
 def contradicted(before: pd.DataFrame, after: pd.DataFrame, column: str, key: str) -> pd.Series:
     """Per row of `after`: whether `column` changed there into a value that the other rows of its entity
     (`key`, as `after` has it) contradict: at least two of them hold one other value, more than hold the new one."""
-    old, new, keys = _text(before[column]).fillna("\0"), _text(after[column]).fillna("\0"), _text(after[key])
-    changed = (old != new) & keys.notna()
+    old, new, keys = _text(before[column]), _text(after[column]), _text(after[key])
+    # the same value written with other spaces is no new value; a spelling of "no value" says nothing
+    changed = (_spaced(old).fillna("\0") != _spaced(new).fillna("\0")) & keys.notna() & new.notna()
     out = pd.Series(False, index=after.index)
     if not changed.any():
         return out
@@ -97,6 +100,13 @@ def contradicted(before: pd.DataFrame, after: pd.DataFrame, column: str, key: st
 
 
 def _text(series: pd.Series) -> pd.Series:
-    """Cells as stripped text, blanks as missing."""
+    """Cells as stripped text; blanks and spellings of "no value" ("N/A", "Not Available") as missing."""
     text = series.astype("string").str.strip()
-    return text.where(text != "").astype(object).where(text.notna() & (text != ""), None)
+    known = text.notna() & (text != "")
+    known[known] = ~text[known].map(is_null_token).astype(bool)
+    return text.astype(object).where(known, None)
+
+
+def _spaced(values: pd.Series) -> pd.Series:
+    """Values with every run of spaces written as one space."""
+    return values.str.replace(r"\s+", " ", regex=True)

@@ -200,6 +200,10 @@ def estimate(before: pd.DataFrame, after: pd.DataFrame, counts: ValueCounts, *, 
                     pairs.append((str(column), old, "" if new is None else new))
                 if held[old.strip()] >= KEEP_CELLS:
                     settled[(str(column), old.strip())] = held[old.strip()]
+        if settled:
+            # the value itself is rewritten wherever it stands, not a row's value its row's context says is wrong
+            kept = b[column].str.strip()[~diff[column].to_numpy()]
+            settled = {(c, v): n for (c, v), n in settled.items() if c != str(column) or not (kept == v).any()}
     return Harm(changed, hits, tuple(pairs), tuple((c, v, n) for (c, v), n in settled.items()))
 
 
