@@ -378,3 +378,14 @@ def test_a_model_function_whose_rewrites_the_entitys_other_rows_contradict_is_se
     changed_cells = (cleaned["departure"] != drop["departure"])
     assert changed_cells.sum() == 60 and not any((f, d) in wrong for f, d in zip(cleaned["flight"][changed_cells],
                                                                                  cleaned["departure"][changed_cells]))
+
+
+def test_the_entity_check_ignores_changes_of_spaces_and_reports_of_no_value():
+    rows = pd.DataFrame({"flight": ["AA-1"] * 4 + ["UA-2"] * 4,
+                         "departure": ["7:16 a.m."] * 3 + ["7:02  a.m."] + ["", "Not Available", "", "9:40a"]})
+    after = rows.assign(departure=rows["departure"].replace({"7:02  a.m.": "7:02 a.m.", "9:40a": "9:40 a.m."}))
+    # "7:02 a.m." is still not the flight's time, but the function only wrote its spaces once; nobody on UA-2
+    # reports a time to contradict "9:40 a.m."
+    assert not entities.contradicted(rows, after, "departure", "flight").any()
+    moved = rows.assign(departure=rows["departure"].replace({"7:02  a.m.": "7:05 a.m."}))
+    assert entities.contradicted(rows, moved, "departure", "flight").tolist() == [False] * 3 + [True] + [False] * 4
