@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from .detectors.cells import is_null_token
@@ -48,22 +49,21 @@ def entity_keys(frame: pd.DataFrame) -> dict[str, str]:
     sibling value ("act_arr_time" beside "act_dep_time") may agree as well on one column, but it does not name
     the flight: the flight's own column agrees on all of them.
     """
-    text = {str(c): _text(frame[c]) for c in frame.columns}
-    chance = {c: _top_share(v) for c, v in text.items()}
+    codes = {str(c): pd.factorize(_text(frame[c]), use_na_sentinel=True)[0] for c in frame.columns}
+    chance = {c: _top_share(v) for c, v in codes.items()}
     best, best_score, best_agreement = None, 0.0, {}
-    for key, keys in text.items():
-        sizes = keys.map(keys.value_counts())
-        grouped = sizes.index[sizes >= MIN_GROUP]
-        if len(grouped) < MIN_GROUPED_SHARE * len(frame) or keys[grouped].nunique() < 2:
+    for key, keys in codes.items():
+        sizes = np.bincount(keys[keys >= 0]) if (keys >= 0).any() else np.zeros(0, dtype=int)
+        grouped = (keys >= 0) & (sizes[np.maximum(keys, 0)] >= MIN_GROUP) if len(sizes) else keys >= len(keys)
+        if grouped.sum() < MIN_GROUPED_SHARE * len(frame) or len(np.unique(keys[grouped])) < 2:
             continue
         agreement = {}
-        for column, values in text.items():
-            rows = grouped[values[grouped].notna().to_numpy()]
-            if column == key or len(rows) < MIN_GROUP:
+        for column, values in codes.items():
+            rows = grouped & (values >= 0)
+            if column == key or rows.sum() < MIN_GROUP:
                 continue
-            pairs = pd.DataFrame({"k": keys[rows], "v": values[rows]})
-            agreement[column] = pairs.groupby(["k", "v"], sort=False).size().groupby(level=0, sort=False).max().sum() / len(rows)
-        score = sum(max(0.0, a - chance[c]) for c, a in agreement.items()) * len(grouped) / len(frame)
+            agreement[column] = _mode_rows(keys[rows], values[rows]) / rows.sum()
+        score = sum(max(0.0, a - chance[c]) for c, a in agreement.items()) * grouped.sum() / len(frame)
         if score > best_score:
             best, best_score, best_agreement = key, score, agreement
     if best is None:
@@ -71,10 +71,18 @@ def entity_keys(frame: pd.DataFrame) -> dict[str, str]:
     return {c: best for c, a in best_agreement.items() if a >= max(MIN_AGREEMENT, OVER_CHANCE * chance[c])}
 
 
-def _top_share(values: pd.Series) -> float:
+def _mode_rows(keys: np.ndarray, values: np.ndarray) -> int:
+    """How many rows hold their group's most common value (groups by `keys`; both as factor codes)."""
+    pairs, counts = np.unique(keys.astype(np.int64) * (int(values.max()) + 1) + values, return_counts=True)
+    group = pairs // (int(values.max()) + 1)
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    return int(np.maximum.reduceat(counts, starts).sum())
+
+
+def _top_share(codes: np.ndarray) -> float:
     """The share of a column's known cells its most common value holds."""
-    known = values.dropna()
-    return 0.0 if known.empty else known.value_counts().iloc[0] / len(known)
+    known = codes[codes >= 0]
+    return 0.0 if known.size == 0 else np.bincount(known).max() / known.size
 
 
 def contradicted(before: pd.DataFrame, after: pd.DataFrame, column: str, key: str) -> pd.Series:
