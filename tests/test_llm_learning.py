@@ -11,17 +11,18 @@ import dagster as dg
 
 from llm_server import ScriptedLLM, reply
 
-CITY = '''def unify_city_case(df):
-    """Strip and title-case `city` ("NEW YORK " -> "New York")."""
+# not title case: "NEW YORK", "new york" and "New York" are each on six rows, so nothing says which is wrong
+CITY = '''def strip_city(df):
+    """Remove the spaces around `city` ("Chicago " -> "Chicago")."""
     df = df.copy()
-    df["city"] = df["city"].str.strip().str.title()
+    df["city"] = df["city"].str.strip()
     return df
 '''
 
 
 def _respond(request):
     # Propose the city fix until the registry shown in the prompt holds it, then say clean.
-    if "unify_city_case" in request.prompt:
+    if "strip_city" in request.prompt:
         return reply("<think>nothing left</think>\n<issues>\n</issues>\n<status>clean</status>", prompt_tokens=300,
                      completion_tokens=10)
     return reply(f"<issues>\n- city: case variants\n</issues>\n<code>\n```python\n{CITY}```\n</code>\n"
@@ -51,11 +52,11 @@ def test_learning_with_a_model_over_http_and_a_rerun_served_from_the_cache(messy
         assert calls >= 2
         assert all(r.headers.get("Authorization") == "Bearer test-key" for r in llm.requests)
         module = (workdir / "modules" / "people" / "clean_people.py").read_text()
-        assert "def unify_city_case(df):" in module and "openai/test-model" in module
+        assert "def strip_city(df):" in module and "openai/test-model" in module
         meta = _chunk_metadata(workdir)
         assert sum(m["llm_calls"].value for m in meta) == calls
         assert sum(m["prompt_tokens"].value for m in meta) >= 500
-        assert any("unify_city_case" in m["trace"].value and "500/80" in m["trace"].value for m in meta)
+        assert any("strip_city" in m["trace"].value and "500/80" in m["trace"].value for m in meta)
 
         # Learning again from scratch with unchanged inputs asks the server nothing: every reply is cached.
         for folder in ("chunk_functions", "chunk_issues", "chunks", "registry", "validation"):

@@ -41,10 +41,11 @@ FIXES = {
     df["name"] = df["name"].str.split().str.join(" ")
     return df
 ''',
-    "unify_city_case": '''def unify_city_case(df):
-    """Strip and title-case `city` ("NEW YORK " -> "New York")."""
+    # not title case: "NEW YORK", "new york" and "New York" are each on six rows, so nothing says which is wrong
+    "strip_city": '''def strip_city(df):
+    """Remove the spaces around `city` ("Chicago " -> "Chicago")."""
     df = df.copy()
-    df["city"] = df["city"].str.strip().str.title()
+    df["city"] = df["city"].str.strip()
     return df
 ''',
     "strip_dollar": '''def strip_dollar(df):
@@ -129,7 +130,7 @@ def fault_action(kind: str, timeout_s: float) -> Action:
         "reset": reset,
         "cut_body": cut_body,
         "garbage": garbage,
-        "truncated": lambda: reply(fenced(FIXES["unify_city_case"])[:110], finish_reason="length"),
+        "truncated": lambda: reply(fenced(FIXES["strip_city"])[:110], finish_reason="length"),
         "unsafe_code": lambda: reply(fenced(UNSAFE)),
         "broken_code": lambda: reply(fenced(BROKEN)),
         "failing_code": lambda: reply(fenced(FAILING)),
@@ -279,7 +280,7 @@ def test_every_kind_of_fault_is_retried_or_shown_to_the_model(llm, tmp_path, wor
         garbage(), fault_action("timeout", 1.0), fault_action("unsafe_code", 1.0),  # call 3: 3 attempts
         fault_action("broken_code", 1.0),                                         # call 4
         fault_action("failing_code", 1.0),                                        # call 5
-        reply(fenced(FIXES["unify_city_case"])),                                  # call 6: accepted
+        reply(fenced(FIXES["strip_city"])),                                  # call 6: accepted
         reply(CLEAN),                                                             # call 7
     )
     store = RegistryStore(tmp_path / "registry.json", "people")
@@ -288,7 +289,7 @@ def test_every_kind_of_fault_is_retried_or_shown_to_the_model(llm, tmp_path, wor
     proposals = [s for s in steps if isinstance(s, ProposalStep)]
     assert [p.usage.attempts for p in proposals] == [2, 4, 3, 1, 1, 1, 1] == calls_of(llm.requests)
     assert steps[-1].reason == "clean"
-    assert [f.name for f in store.load().functions] == ["strip_name", "unify_city_case"]
+    assert [f.name for f in store.load().functions] == ["strip_name", "strip_city"]
     verdicts = {s.function_name: s.reason for s in steps if isinstance(s, VerdictStep) and not s.accepted}
     assert set(verdicts) == {"tidy_city", "tidy_spend"} and "os" in verdicts["tidy_city"]
     assert not Path("/tmp/smolclean-pwned").exists()
@@ -315,11 +316,11 @@ def test_an_outage_longer_than_the_retry_budget_stops_with_a_clear_error_and_kee
     assert [f.name for f in store.load().functions] == ["strip_name"]  # accepted before the outage: kept
 
     # The server is back: running the chunk again starts from what was kept.
-    llm.add(reply(fenced(FIXES["unify_city_case"])), reply(CLEAN))
+    llm.add(reply(fenced(FIXES["strip_city"])), reply(CLEAN))
     steps = list(run_chunk(work, analyst(llm, tmp_path), store, sandbox, LoopSettings(max_steps=8)))
     assert steps[-1].reason == "clean"
     assert "strip_name" in llm.requests[5].prompt
-    assert [f.name for f in store.load().functions] == ["strip_name", "unify_city_case"]
+    assert [f.name for f in store.load().functions] == ["strip_name", "strip_city"]
     assert "def strip_name(" in render_module(store.load())
 
 
