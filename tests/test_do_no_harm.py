@@ -389,3 +389,29 @@ def test_the_entity_check_ignores_changes_of_spaces_and_reports_of_no_value():
     assert not entities.contradicted(rows, after, "departure", "flight").any()
     moved = rows.assign(departure=rows["departure"].replace({"7:02  a.m.": "7:05 a.m."}))
     assert entities.contradicted(rows, moved, "departure", "flight").tolist() == [False] * 3 + [True] + [False] * 4
+
+
+STRIP_PERCENT = '''import pandas as pd
+
+
+def strip_abv_percent(df: pd.DataFrame) -> pd.DataFrame:
+    """Drop the percent sign of `abv` ("0.05%" -> "0.05"), as most of the column is written."""
+    df = df.copy()
+    df["abv"] = df["abv"].str.replace(r"%$", "", regex=True)
+    return df
+'''
+
+
+def test_a_model_function_stripping_the_unit_off_rounded_numbers_is_sent_back(llm, tmp_path, sandbox):
+    # The bare numbers carry three decimals; those written with "%" two: they were rounded, and "0.05" is not
+    # the beer's 0.046 either. The rules leave them (see the units test above); so must the model's function.
+    rng = random.Random(4)
+    abv = [f"0.0{rng.randint(40, 99)}" for _ in range(240)] + [f"0.0{rng.randint(4, 9)}%" for _ in range(60)]
+    rng.shuffle(abv)
+    drop = pd.DataFrame({"id": [str(i) for i in range(len(abv))], "abv": abv}, dtype=object)
+    proposes(llm, "abv: percent signs", STRIP_PERCENT)
+    verdicts, store = judged(drop, llm, tmp_path, sandbox)
+    assert not verdicts[0].accepted
+    assert re.search(r"in abv, \d+ of its \d+ changes strip the unit off a number written with fewer decimals",
+                     verdicts[0].reason), verdicts[0].reason
+    assert store.load().entries == ()

@@ -17,7 +17,9 @@ Which changes count as hitting a valid value (`looks_valid`):
   out of it ("2012/01/01" -> "2012-01-01" where every date reads "2012/01/01").
 A value the drop holds on `KEEP_CELLS` rows or more is presumed valid on its own: a function rewriting one is
 harmful whatever else it fixes ("ENG" on 23 rows, rewritten beside "English" -> "eng" on 95). So is a function
-whose changes in a column mostly write values that the other rows of their entity contradict (`entities`).
+whose changes in a column mostly write values that the other rows of their entity contradict (`entities`), or
+mostly strip the unit off numbers that were rounded when written with it ("0.05%" where the column's bare
+numbers read "0.045": "0.05" is not the value either).
 A spelling of "no value" ("N/A", "") never counts: making it a null is a representation, not a loss. The
 user's words win: a form the instructions may ask for does not count when there are instructions, and a
 function serving an instruction item is not judged here at all.
@@ -42,6 +44,7 @@ import pandas as pd
 
 from .detectors.boolean_spellings import SPELLINGS
 from .detectors.case_variants import KEEP_CELLS
+from .detectors import number_format
 from .detectors.cells import is_null_token
 from .entities import contradicted
 from .validate import as_text, changed_cells
@@ -82,6 +85,7 @@ class ValueCounts:
 
     values: dict[str, Counter] = field(default_factory=dict)
     shapes: dict[str, Counter] = field(default_factory=dict)
+    _rounded: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, frame: pd.DataFrame | None) -> ValueCounts:
@@ -94,6 +98,12 @@ class ValueCounts:
             values[str(column)] = Counter(cells)
             shapes[str(column)] = Counter(shape(v) for v in cells)
         return cls(values, shapes)
+
+    def rounded(self, column: str) -> bool:
+        """Whether the column's numbers written with a unit carry fewer decimals than its bare ones: rounded."""
+        if column not in self._rounded:
+            self._rounded[column] = number_format.rounded(number_format.parse_numbers(dict(self.values.get(column, {}))))
+        return self._rounded[column]
 
     def dominant(self, column: str) -> str | None:
         """The shape most of the column's cells share, if one does."""
@@ -154,11 +164,12 @@ class Harm:
     pairs: tuple[tuple[str, str, str], ...] = ()  # (column, before, after) of valid-looking values rewritten
     settled: tuple[tuple[str, str, int], ...] = ()  # (column, value, rows of the drop) rewritten, held on many rows
     contradicted: tuple[Contradicted, ...] = ()
+    rounded: tuple[tuple[str, int, int, str, str], ...] = ()  # (column, cells, changed, before, after)
 
     @property
     def harmful(self) -> bool:
         many = self.valid_hits >= MIN_HARM_CELLS and self.valid_hits > HARM_SHARE * self.changed
-        return many or bool(self.settled) or bool(self.contradicted)
+        return many or bool(self.settled) or bool(self.contradicted) or bool(self.rounded)
 
     def describe(self) -> str:
         parts = []
@@ -169,6 +180,10 @@ class Harm:
         if self.settled:
             shown = ", ".join(f"{c}: {v!r} ({n} rows)" for c, v, n in self.settled[:3])
             parts.append(f"it rewrites values the drop holds on many rows, which are presumed right: {shown}")
+        for column, n, changed, before, after in self.rounded[:3]:
+            parts.append(f"in {column}, {n} of its {changed} changes strip the unit off a number written with fewer "
+                         f"decimals than the column's bare numbers, e.g. {before!r} -> {after!r}: it was rounded, so the "
+                         "number left is not the value either")
         for c in self.contradicted[:3]:
             before, after, theirs = c.example
             parts.append(f"in {c.column}, {c.cells} of its {c.changed} changes write a value the other rows of the "
@@ -176,7 +191,7 @@ class Harm:
         return "; ".join(parts)
 
     def with_contradictions(self, found: tuple[Contradicted, ...]) -> Harm:
-        return Harm(self.changed, self.valid_hits, self.pairs, self.settled, self.contradicted + found)
+        return Harm(self.changed, self.valid_hits, self.pairs, self.settled, self.contradicted + found, self.rounded)
 
 
 def estimate(before: pd.DataFrame, after: pd.DataFrame, counts: ValueCounts, *, forms: bool = True) -> Harm:
@@ -189,10 +204,15 @@ def estimate(before: pd.DataFrame, after: pd.DataFrame, counts: ValueCounts, *, 
     changed = hits = 0
     pairs: list[tuple[str, str, str]] = []
     settled: dict[tuple[str, str], int] = {}
+    rounded = []
     for column in diff.columns:
         rows = diff.index[diff[column]]
         changed += len(rows)
         held = counts.values.get(str(column), Counter())
+        if len(rows) >= MIN_HARM_CELLS and counts.rounded(str(column)):
+            stripped = [(old, new) for old, new in zip(b.loc[rows, column], a.loc[rows, column]) if _unit_stripped(old, new)]
+            if len(stripped) >= MIN_HARM_CELLS and len(stripped) > HARM_SHARE * len(rows):
+                rounded.append((str(column), len(stripped), len(rows), *stripped[0]))
         for old, new in zip(b.loc[rows, column], a.loc[rows, column]):
             if isinstance(old, str) and counts.looks_valid(str(column), old, new, forms=forms):
                 hits += 1
@@ -204,7 +224,16 @@ def estimate(before: pd.DataFrame, after: pd.DataFrame, counts: ValueCounts, *, 
             # the value itself is rewritten wherever it stands, not a row's value its row's context says is wrong
             kept = b[column].str.strip()[~diff[column].to_numpy()]
             settled = {(c, v): n for (c, v), n in settled.items() if c != str(column) or not (kept == v).any()}
-    return Harm(changed, hits, tuple(pairs), tuple((c, v, n) for (c, v), n in settled.items()))
+    return Harm(changed, hits, tuple(pairs), tuple((c, v, n) for (c, v), n in settled.items()), (), tuple(rounded))
+
+
+def _unit_stripped(old: str | None, new: str | None) -> bool:
+    """Whether `old` is a number written with a unit or currency and `new` that number without it."""
+    if not isinstance(old, str) or not isinstance(new, str):
+        return False
+    was = number_format.parse_numbers({old.strip(): 1})
+    now = number_format.parse_numbers({new.strip(): 1})
+    return bool(was and now and (was[0].prefix or was[0].suffix) and not (now[0].prefix or now[0].suffix))
 
 
 def contradictions(before: pd.DataFrame, after: pd.DataFrame, keys: dict[str, str]) -> tuple[Contradicted, ...]:

@@ -156,19 +156,19 @@ def detect(column: ColumnValues) -> Finding | None:
         message=message,
         examples=top_examples(affected),
         params={"units": units, "unit_families": families, "fixable_cells": fixable,
-                "bare_share": round(bare / sum(x.cells for x in numbers), 4), "rounded": _rounded(numbers)},
+                "bare_share": round(bare / sum(x.cells for x in numbers), 4), "rounded": rounded(numbers)},
     )
 
 
-def _rounded(numbers: list[Number]) -> bool:
+def rounded(numbers: list[Number]) -> bool:
     """True when the numbers written with a unit carry fewer decimals than the column's bare numbers usually do
     ("0.06%" where the bare numbers read "0.055"): they were rounded, and stripping the unit would not give the
     value back.
 
     Example:
-        >>> _rounded(parse_numbers({"0.055": 30, "0.061": 20, "0.06%": 12, "0.05%": 9}))
+        >>> rounded(parse_numbers({"0.055": 30, "0.061": 20, "0.06%": 12, "0.05%": 9}))
         True
-        >>> _rounded(parse_numbers({"0.055": 30, "0.06": 20, "0.065%": 12, "0.05%": 9}))
+        >>> rounded(parse_numbers({"0.055": 30, "0.06": 20, "0.065%": 12, "0.05%": 9}))
         False
     """
     def decimals(x: Number) -> int:
