@@ -357,7 +357,10 @@ def next_drop(folder: Path, workdir: Path, options: dict, run: Run) -> None:
 
 def _analyst(options: dict) -> dict:
     """Settings of the analyst: the rules, or with a model the hybrid analyst (the model decides every step)."""
-    return {"analyst": "hybrid" if options.get("model") else "rules", "llm_timeout_s": 3600.0, **options}
+    if not options.get("model"):
+        return {"analyst": "rules", **options}
+    # whoever answers may take longer than an API does
+    return {"analyst": "hybrid", "llm_timeout_s": 3600.0, **options}
 
 
 def llm_usage(log: Path | None, since: int) -> dict:
