@@ -151,6 +151,22 @@ def test_with_no_instructions_the_model_writes_its_plan_and_serves_or_declines_e
     assert isinstance(steps[-1], FinalStep) and steps[-1].reason == "clean"
 
 
+def test_an_item_of_the_plan_declined_in_the_reply_that_writes_the_plan_stays_declined(tmp_path, sandbox):
+    df = pd.read_csv(addresses(tmp_path / "a.csv"), dtype=str, keep_default_na=False)
+    plan = ("- city: fix the two misspelled cities\n- zip: check the zip code whose city disagrees")
+    script = [
+        reply(f"<issues>\n- city: misspellings\n</issues>\n<plan>\n{plan}\n</plan>\n<code>\n```python\n{FIX_CITY}```\n"
+              "</code>\n<serves>1</serves>\n<declined>\n- 2: the zip code or the city may be the wrong cell; nothing "
+              "in the row says which\n</declined>\n<status>needs_more_work</status>"),
+        reply("<issues>\n</issues>\n<status>clean</status>"),
+    ]
+    steps, prompts, store = chunk_loop(df, script, tmp_path, sandbox)
+    assert "2. [declined" in prompts[1] and "2. [OPEN]" not in prompts[1], prompts[1]
+    registry = store.load()
+    assert {s.number: s.state for s in registry.coverage(registry.items_for(""))} == {1: "served", 2: "declined"}
+    assert steps[-1].reason == "clean" and len(prompts) == 2
+
+
 def test_dirt_left_on_the_held_out_rows_goes_back_to_the_model_without_its_values(tmp_path):
     source = addresses(tmp_path / "addresses.csv")
     df = pd.read_csv(source, dtype=str, keep_default_na=False)

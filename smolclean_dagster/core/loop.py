@@ -187,12 +187,16 @@ def run_chunk(
             transcript=proposal.transcript,
             seconds=round(time.perf_counter() - started, 4),
         )
-        notes = _record_declines(proposal, states, store, work) if reads else []
+        notes = []
         if model and not settings.items and proposal.plan and not registry.plan:
-            items = store.update(lambda reg: reg.with_plan(proposal.plan)).items_for("")
-            reads = bool(items)  # the function beside the plan may already serve its items
+            planned = store.update(lambda reg: reg.with_plan(proposal.plan)).without_chunks(work.hidden)
+            items = planned.items_for("")
+            reads = bool(items)  # the function beside the plan may already serve its items, or decline them
+            states = planned.coverage(items)
             notes.append(f"Your plan is recorded as items #1-#{len(proposal.plan)}: serve each with a function "
                          "(<serves>) or decline it with the reason.")
+        if reads:
+            notes = _record_declines(proposal, states, store, work) + notes
         if fn is None:
             if proposal.error:  # a reply the analyst could not use (the model's fault): shown back, uses a step
                 feedback = proposal.error
