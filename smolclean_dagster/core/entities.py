@@ -16,7 +16,8 @@ value covers the whole column (any grouping agrees on a yes/no column).
 Example:
     >>> import pandas as pd
     >>> rows = pd.DataFrame({"flight": ["AA-1"] * 4 + ["UA-2"] * 4 + ["DL-3"] * 4,
-    ...                      "dep": ["7:16 a.m."] * 3 + ["7:02aDec 1"] + ["9:05 a.m.", "9:05a"] * 2 + ["6:40 a.m.", "6:40a"] * 2})
+    ...                      "dep": ["7:16 a.m."] * 3 + ["7:02aDec 1"]
+    ...                             + ["9:05 a.m.", "9:05a"] * 2 + ["6:40 a.m.", "6:40a"] * 2})
     >>> entity_keys(rows)
     {'dep': 'flight'}
     >>> after = rows.assign(dep=rows["dep"].replace("7:02aDec 1", "7:02 a.m."))

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
@@ -102,7 +102,8 @@ class ValueCounts:
     def rounded(self, column: str) -> bool:
         """Whether the column's numbers written with a unit carry fewer decimals than its bare ones: rounded."""
         if column not in self._rounded:
-            self._rounded[column] = number_format.rounded(number_format.parse_numbers(dict(self.values.get(column, {}))))
+            numbers = number_format.parse_numbers(dict(self.values.get(column, {})))
+            self._rounded[column] = number_format.rounded(numbers)
         return self._rounded[column]
 
     def dominant(self, column: str) -> str | None:
@@ -167,13 +168,17 @@ class Harm:
     rounded: tuple[tuple[str, int, int, str, str], ...] = ()  # (column, cells, changed, before, after)
 
     @property
+    def mostly_valid(self) -> bool:
+        """Most of the cells it changed held values that look valid (and enough of them to be evidence)."""
+        return self.valid_hits >= MIN_HARM_CELLS and self.valid_hits > HARM_SHARE * self.changed
+
+    @property
     def harmful(self) -> bool:
-        many = self.valid_hits >= MIN_HARM_CELLS and self.valid_hits > HARM_SHARE * self.changed
-        return many or bool(self.settled) or bool(self.contradicted) or bool(self.rounded)
+        return self.mostly_valid or bool(self.settled) or bool(self.contradicted) or bool(self.rounded)
 
     def describe(self) -> str:
         parts = []
-        if self.valid_hits >= MIN_HARM_CELLS and self.valid_hits > HARM_SHARE * self.changed:
+        if self.mostly_valid:
             shown = ", ".join(f"{c}: {b!r} -> {a!r}" for c, b, a in self.pairs[:3])
             parts.append(f"{self.valid_hits} of the {self.changed} cells it changed held a value that looks valid "
                          f"(common in its column, or in the column's usual form), e.g. {shown}")
@@ -182,8 +187,8 @@ class Harm:
             parts.append(f"it rewrites values the drop holds on many rows, which are presumed right: {shown}")
         for column, n, changed, before, after in self.rounded[:3]:
             parts.append(f"in {column}, {n} of its {changed} changes strip the unit off a number written with fewer "
-                         f"decimals than the column's bare numbers, e.g. {before!r} -> {after!r}: it was rounded, so the "
-                         "number left is not the value either")
+                         f"decimals than the column's bare numbers, e.g. {before!r} -> {after!r}: it was rounded, "
+                         "so the number left is not the value either")
         for c in self.contradicted[:3]:
             before, after, theirs = c.example
             parts.append(f"in {c.column}, {c.cells} of its {c.changed} changes write a value the other rows of the "
@@ -191,7 +196,7 @@ class Harm:
         return "; ".join(parts)
 
     def with_contradictions(self, found: tuple[Contradicted, ...]) -> Harm:
-        return Harm(self.changed, self.valid_hits, self.pairs, self.settled, self.contradicted + found, self.rounded)
+        return replace(self, contradicted=self.contradicted + found)
 
 
 def estimate(before: pd.DataFrame, after: pd.DataFrame, counts: ValueCounts, *, forms: bool = True) -> Harm:
@@ -203,28 +208,29 @@ def estimate(before: pd.DataFrame, after: pd.DataFrame, counts: ValueCounts, *, 
     b, a = as_text(before).reset_index(drop=True), as_text(after).reset_index(drop=True)
     changed = hits = 0
     pairs: list[tuple[str, str, str]] = []
-    settled: dict[tuple[str, str], int] = {}
+    settled: list[tuple[str, str, int]] = []
     rounded = []
     for column in diff.columns:
-        rows = diff.index[diff[column]]
+        name, rows = str(column), diff.index[diff[column]]
         changed += len(rows)
-        held = counts.values.get(str(column), Counter())
-        if len(rows) >= MIN_HARM_CELLS and counts.rounded(str(column)):
-            stripped = [(old, new) for old, new in zip(b.loc[rows, column], a.loc[rows, column]) if _unit_stripped(old, new)]
+        olds, news = b.loc[rows, column], a.loc[rows, column]
+        if len(rows) >= MIN_HARM_CELLS and counts.rounded(name):
+            stripped = [(old, new) for old, new in zip(olds, news) if _unit_stripped(old, new)]
             if len(stripped) >= MIN_HARM_CELLS and len(stripped) > HARM_SHARE * len(rows):
-                rounded.append((str(column), len(stripped), len(rows), *stripped[0]))
-        for old, new in zip(b.loc[rows, column], a.loc[rows, column]):
-            if isinstance(old, str) and counts.looks_valid(str(column), old, new, forms=forms):
+                rounded.append((name, len(stripped), len(rows), *stripped[0]))
+        held, common = counts.values.get(name, Counter()), set()
+        for old, new in zip(olds, news):
+            if isinstance(old, str) and counts.looks_valid(name, old, new, forms=forms):
                 hits += 1
                 if len(pairs) < MAX_PAIRS:
-                    pairs.append((str(column), old, "" if new is None else new))
+                    pairs.append((name, old, "" if new is None else new))
                 if held[old.strip()] >= KEEP_CELLS:
-                    settled[(str(column), old.strip())] = held[old.strip()]
-        if settled:
+                    common.add(old.strip())
+        if common:
             # the value itself is rewritten wherever it stands, not a row's value its row's context says is wrong
-            kept = b[column].str.strip()[~diff[column].to_numpy()]
-            settled = {(c, v): n for (c, v), n in settled.items() if c != str(column) or not (kept == v).any()}
-    return Harm(changed, hits, tuple(pairs), tuple((c, v, n) for (c, v), n in settled.items()), (), tuple(rounded))
+            kept = set(b[column].str.strip()[~diff[column].to_numpy()].dropna())
+            settled += [(name, v, held[v]) for v in sorted(common - kept)]
+    return Harm(changed, hits, tuple(pairs), tuple(settled), (), tuple(rounded))
 
 
 def _unit_stripped(old: str | None, new: str | None) -> bool:
@@ -254,5 +260,6 @@ def contradictions(before: pd.DataFrame, after: pd.DataFrame, keys: dict[str, st
             i = hit.index[hit][0]
             group = a[column][(a[key] == a.at[i, key]) & (a.index != i)]
             theirs = group.value_counts().index[0] if group.notna().any() else ""
-            out.append(Contradicted(str(column), key, n, changed, (str(b.at[i, column]), str(a.at[i, column]), str(theirs))))
+            example = (str(b.at[i, column]), str(a.at[i, column]), str(theirs))
+            out.append(Contradicted(str(column), key, n, changed, example))
     return tuple(out)

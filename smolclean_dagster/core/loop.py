@@ -250,7 +250,7 @@ def run_chunk(
                 verdict_reason, ok, evidence = verdict.reason, verdict.accepted, verdict.evidence
             if ok:
                 try:
-                    problem = _harm_or_conflict(fn, registry, holdout, work.reference, runner, settings,
+                    problem = _harm_or_conflict(fn, registry, holdout, work.reference, reference, runner, settings,
                                                 asked=bool(asks))
                 except MODEL_FAULTS as exc:
                     problem = f"{type(exc).__name__}: {exc}"
@@ -295,7 +295,8 @@ def run_chunk(
 
 
 def _harm_or_conflict(fn: CleaningFunction, registry: Registry, holdout: pd.DataFrame, reference: pd.DataFrame | None,
-                      runner: CodeRunner, settings: LoopSettings, *, asked: bool = False) -> str | None:
+                      cleaned: pd.DataFrame | None, runner: CodeRunner, settings: LoopSettings, *,
+                      asked: bool = False) -> str | None:
     """Why a candidate that passed its own checks may still not join: on the held-out rows it mostly rewrites
     values that look valid (see `harm`; not judged when it serves an instruction item, `asked`), or the module
     with it added is no longer idempotent (a later pass of an earlier function undoes or redoes its work). Both
@@ -303,7 +304,7 @@ def _harm_or_conflict(fn: CleaningFunction, registry: Registry, holdout: pd.Data
     if holdout.empty:
         return None
     after = runner.run(fn.code, holdout, entry=fn.name, timeout_s=settings.timeout_s)
-    drop = _drop_as_cleaned(registry, reference, runner)
+    drop = _drop_as_cleaned(registry, reference, cleaned)
     # The gate judges values; a value moved out of its column's usual form is counted in the report's table
     # (validation) but not sent back here: the prompt's default already asks for the column's own form.
     damage = harm.estimate(holdout, after, drop.counts, forms=False)
@@ -342,13 +343,13 @@ class _DropAsCleaned:
 _DROPS: dict[tuple[int, int, int], _DropAsCleaned] = {}
 
 
-def _drop_as_cleaned(registry: Registry, reference: pd.DataFrame | None, runner: CodeRunner) -> _DropAsCleaned:
-    """The drop's reference rows as the registry cleans them, their value counts and entity columns, kept per
-    registry version and reference."""
+def _drop_as_cleaned(registry: Registry, reference: pd.DataFrame | None,
+                     cleaned: pd.DataFrame | None) -> _DropAsCleaned:
+    """The drop's reference rows as the registry cleans them (`cleaned`, the step's), their value counts and
+    entity columns, kept per registry version and reference."""
     key = (id(reference), registry.version, len(registry.entries))
     if key not in _DROPS:
         _DROPS.clear()
-        cleaned = None if reference is None else clean_with(registry, reference, runner)
         keys = {} if cleaned is None or cleaned.empty else entity_keys(cleaned)
         _DROPS[key] = _DropAsCleaned(cleaned, harm.ValueCounts.of(cleaned), keys)
     return _DROPS[key]
