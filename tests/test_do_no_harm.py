@@ -380,6 +380,31 @@ def test_a_model_function_whose_rewrites_the_entitys_other_rows_contradict_is_se
                                                                                  cleaned["departure"][changed_cells]))
 
 
+# the same function without the "Dec 1 9:40a" form: half its changes are the flight's time, half are not
+TWO_SOURCE_FORMS = TIME_FUNCTION.replace("PATTERN", r"^(\d{1,2}):(\d{2})([ap])(?:[A-Z][a-z]{2} \d{1,2})?$").replace(
+    "DOC", 'Write the "7:16a" and "7:02aDec 1" times of `departure` as "7:16 a.m.".')
+
+
+def test_a_model_function_half_of_whose_rewrites_the_entity_contradicts_is_sent_back_naming_where_they_gather(
+        llm, tmp_path, sandbox):
+    # Half right is not right: a fifth of a function's changes contradicted by the flight's other reports is
+    # enough, and the reply names the source whose rows hold them, so the model can leave those rows.
+    drop = flight_reports(60, seed=5)
+    proposes(llm, "departure: several forms", TWO_SOURCE_FORMS, ONE_SOURCE_FORM)
+    verdicts, store = judged(drop, llm, tmp_path, sandbox)
+    assert not verdicts[0].accepted
+    found = re.search(r"in departure, (\d+) of its (\d+) changes write a value the other rows of the same flight "
+                      r"contradict.*\((\d+) of them are in rows where src is 'mytripandmore', of its (\d+) changes "
+                      r"there; elsewhere 0 of (\d+)\)", verdicts[0].reason)
+    assert found, verdicts[0].reason
+    hit, changed, there, all_there, elsewhere = map(int, found.groups())
+    # the drop's reference rows hold some flights' mytripandmore report with too few others to contradict it
+    assert hit == there <= all_there and changed == all_there + elsewhere and 0.2 * changed < hit <= 0.5 * changed
+    assert "rows where src is 'mytripandmore'" in llm.requests[1].prompt
+    assert verdicts[1].accepted, verdicts[1].reason
+    assert (load(store.load().entries[0].function)(drop)["departure"] != drop["departure"]).sum() == 60
+
+
 def test_the_entity_check_ignores_changes_of_spaces_and_reports_of_no_value():
     rows = pd.DataFrame({"flight": ["AA-1"] * 4 + ["UA-2"] * 4,
                          "departure": ["7:16 a.m."] * 3 + ["7:02  a.m."] + ["", "Not Available", "", "9:40a"]})

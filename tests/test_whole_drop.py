@@ -69,6 +69,11 @@ def test_a_query_runs_in_the_sandbox_and_a_bad_one_is_the_models_fault(sandbox, 
     with pytest.raises(GateRejected):
         queries.run_query('open("/etc/passwd").read()', df, sandbox)
     assert parse_analysis_reply(QUERY, columns=["city"]).query == 'df[df["city"] == "Chicgo"][["id", "zip"]]'
+    # a long answer says it was cut, and how many rows there were, so the model does not read it as whole
+    long = queries.run_query('df["city"].str.cat(sep=" | ")', df, sandbox)
+    assert len(long) < queries.RESULT_BUDGET + 60 and re.search(r"\(cut at 3,000 of \d{5,} characters\)$", long)
+    many = queries.run_query('df[["id", "city"]]', df, sandbox)
+    assert many.endswith(f"({len(df)} rows in all; the first {queries.RESULT_ROWS} shown)")
 
 
 def test_the_model_is_asked_on_a_quiet_drop_sees_its_rare_rows_and_reads_its_query_answer(tmp_path):

@@ -17,9 +17,10 @@ Which changes count as hitting a valid value (`looks_valid`):
   out of it ("2012/01/01" -> "2012-01-01" where every date reads "2012/01/01").
 A value the drop holds on `KEEP_CELLS` rows or more is presumed valid on its own: a function rewriting one is
 harmful whatever else it fixes ("ENG" on 23 rows, rewritten beside "English" -> "eng" on 95). So is a function
-whose changes in a column mostly write values that the other rows of their entity contradict (`entities`), or
-mostly strip the unit off numbers that were rounded when written with it ("0.05%" where the column's bare
-numbers read "0.045": "0.05" is not the value either).
+whose changes in a column write, more than one time in five, values that the other rows of their entity
+contradict (`entities`: the entity is firmer evidence than a value's look), or mostly strip the unit off
+numbers that were rounded when written with it ("0.05%" where the column's bare numbers read "0.045": "0.05"
+is not the value either).
 A spelling of "no value" ("N/A", "") never counts: making it a null is a representation, not a loss. The
 user's words win: a form the instructions may ask for does not count when there are instructions, and a
 function serving an instruction item is not judged here at all.
@@ -59,6 +60,11 @@ DOMINANT_SHAPE = 0.6
 HARM_SHARE = 0.5
 #: ... and at least this many: one or two are not evidence.
 MIN_HARM_CELLS = 3
+#: The other rows of an entity are firmer evidence than a value's look: a function is harmful in a column when
+#: more than this share of its changes there write a value they contradict (and `MIN_HARM_CELLS` or more).
+CONTRADICTED_SHARE = 0.2
+#: A column with at most this many values among the changed rows may tell where the contradicted changes gather.
+WHERE_VALUES = 30
 #: Before -> after pairs kept to show the reader.
 MAX_PAIRS = 10
 
@@ -147,13 +153,14 @@ def _same_boolean(old: str, new: str) -> bool:
 
 @dataclass(frozen=True)
 class Contradicted:
-    """A column where most of a function's changes write a value the other rows of the entity contradict."""
+    """A column where many of a function's changes write a value the other rows of the entity contradict."""
 
     column: str
     key: str
     cells: int
     changed: int
     example: tuple[str, str, str]  # (before, after, the value the entity's other rows hold)
+    where: str = ""  # where they gather ("54 of them in rows where src is 'mytripandmore' ...")
 
 
 @dataclass(frozen=True)
@@ -192,7 +199,8 @@ class Harm:
         for c in self.contradicted[:3]:
             before, after, theirs = c.example
             parts.append(f"in {c.column}, {c.cells} of its {c.changed} changes write a value the other rows of the "
-                         f"same {c.key} contradict, e.g. {before!r} -> {after!r} where they hold {theirs!r}")
+                         f"same {c.key} contradict, e.g. {before!r} -> {after!r} where they hold {theirs!r}"
+                         + (f" ({c.where})" if c.where else ""))
         return "; ".join(parts)
 
     def with_contradictions(self, found: tuple[Contradicted, ...]) -> Harm:
@@ -243,8 +251,9 @@ def _unit_stripped(old: str | None, new: str | None) -> bool:
 
 
 def contradictions(before: pd.DataFrame, after: pd.DataFrame, keys: dict[str, str]) -> tuple[Contradicted, ...]:
-    """The columns where most of the change from `before` to `after` (at least `MIN_HARM_CELLS` cells) writes
-    values the other rows of their entity contradict; `keys` names each column's entity column (`entity_keys`)."""
+    """The columns where more than `CONTRADICTED_SHARE` of the change from `before` to `after` (and at least
+    `MIN_HARM_CELLS` cells) writes values the other rows of their entity contradict; `keys` names each column's
+    entity column (`entity_keys`)."""
     if len(before) != len(after) or before.empty:
         return ()
     b, a = as_text(before).reset_index(drop=True), as_text(after).reset_index(drop=True)
@@ -256,10 +265,32 @@ def contradictions(before: pd.DataFrame, after: pd.DataFrame, keys: dict[str, st
             continue
         hit = contradicted(b, a, str(column), key)
         n = int(hit.sum())
-        if n >= MIN_HARM_CELLS and n > HARM_SHARE * changed:
+        if n >= MIN_HARM_CELLS and n > CONTRADICTED_SHARE * changed:
             i = hit.index[hit][0]
             group = a[column][(a[key] == a.at[i, key]) & (a.index != i)]
             theirs = group.value_counts().index[0] if group.notna().any() else ""
             example = (str(b.at[i, column]), str(a.at[i, column]), str(theirs))
-            out.append(Contradicted(str(column), key, n, changed, example))
+            where = _gathered(b[diff[column]].drop(columns=[column, key]), hit[diff[column]])
+            out.append(Contradicted(str(column), key, n, changed, example, where))
     return tuple(out)
+
+
+def _gathered(rows: pd.DataFrame, hit: pd.Series) -> str:
+    """Where the contradicted changes (`hit`, over the changed `rows`) gather: the value of another column (a
+    source, a kind) that holds the most of them with at most one good change in five, so a function can be
+    narrowed to leave those rows. Empty when none does."""
+    best = None
+    for column in rows.columns:
+        values = rows[column]
+        if not 1 < values.nunique() <= WHERE_VALUES:
+            continue
+        for value, bad in values[hit].value_counts().items():
+            good = int((values[~hit] == value).sum())
+            if bad >= MIN_HARM_CELLS and bad >= 4 * good and (best is None or bad > best[0]):
+                best = (int(bad), good, str(column), value)
+    if best is None:
+        return ""
+    bad, good, column, value = best
+    rest, elsewhere = int(hit.sum()) - bad, len(hit) - bad - good
+    return (f"{bad} of them are in rows where {column} is {value!r}, of its {bad + good} changes there; "
+            f"elsewhere {rest} of {elsewhere}")

@@ -48,12 +48,14 @@ def query_code(expression: str) -> str:
         "def query(df: pd.DataFrame) -> pd.DataFrame:\n"
         f"    result = ({expression})\n"
         "    if isinstance(result, (pd.DataFrame, pd.Series)):\n"
-        f"        text = result.head({RESULT_ROWS}).to_string()\n"
-        f"        if len(result) > {RESULT_ROWS}:\n"
-        f"            text += '\\n(' + str(len(result)) + ' rows in all; the first {RESULT_ROWS} shown)'\n"
+        f"        text, rows = result.head({RESULT_ROWS}).to_string(), len(result)\n"
         "    else:\n"
-        "        text = repr(result)\n"
-        f"    return pd.DataFrame({{'result': [text[:{RESULT_BUDGET}]]}})\n"
+        "        text, rows = repr(result), 0\n"
+        f"    if len(text) > {RESULT_BUDGET}:\n"
+        f"        text = text[:{RESULT_BUDGET}] + '\\n(cut at {RESULT_BUDGET:,} of ' + str(len(text)) + ' characters)'\n"
+        f"    if rows > {RESULT_ROWS}:\n"
+        f"        text += '\\n(' + str(rows) + ' rows in all; the first {RESULT_ROWS} shown)'\n"
+        "    return pd.DataFrame({'result': [text]})\n"
     )
 
 

@@ -24,6 +24,7 @@ from ..errors import AnalystError
 from ..evidence import drop_evidence
 from ..functions import CleaningFunction
 from ..profile import profile_columns
+from ..queries import MAX_QUERY_CHARS, RESULT_BUDGET, RESULT_ROWS
 from ..sandbox.gate import ALLOWED_IMPORTS
 from ..validate import COST_LIMIT, COST_ROWS
 from .base import AnalysisRequest, RegisteredSummary
@@ -176,6 +177,9 @@ def analysis_messages(
         planned=request.planned,
         why=request.why,
         earlier_queries=[{"query": q, "answer": a} for q, a in request.earlier_queries],
+        query_chars=MAX_QUERY_CHARS,
+        query_rows=RESULT_ROWS,
+        query_budget=f"{RESULT_BUDGET:,}",
         open_items=[f"#{i.number}" for i in request.items if i.state == "open"],
         evidence=_evidence(request.reference),
         evidence_rows=0 if request.reference is None else len(request.reference),
