@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from smolclean_dagster.core.analysts.base import AnalysisRequest
+from smolclean_dagster.core.analysts.hybrid import _evidence as hybrid_evidence
 from smolclean_dagster.core.analysts.rules import RulesAnalyst
 from smolclean_dagster.core.detectors import dependencies
 from smolclean_dagster.core.sandbox.gate import check_function
@@ -129,6 +130,9 @@ def test_the_rule_finds_violations_only_the_drop_shows_and_its_function_matches_
     fn = proposal.function
     assert fn is not None and fn.name.startswith("repair_dependencies")
     check_function(fn.code)
+    # a model offered it as a candidate reads how it repairs, and a repair it would make
+    assert "each takes the value the other rows of its key agree on" in fn.summary
+    assert "(e.g. '3563x' -> '35233')" in hybrid_evidence(fn)
     repaired = load(fn)
     expected = dependencies.repair(drop, dependencies.learn(drop))
     out = repaired(drop)

@@ -210,6 +210,7 @@ def _dependencies(found: list[Finding], refined: list[Finding | None], columns: 
         "witnesses": [{"determinant": a, "dependent": b, "mapping": m} for (a, b), m in sorted(witnesses.items())],
         "voted": sorted({b for _, b, _, v, _ in tables if v}),
         "fill_empty": fill_empty,
+        "examples": ", ".join(e for f in found for e in f.examples[:1]),
     }
 
 
