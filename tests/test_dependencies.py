@@ -52,6 +52,22 @@ def test_a_key_nobody_else_shares_and_an_unknown_key_are_left_alone():
     assert dependencies.repair(new, learned).equals(new)
 
 
+def test_a_key_with_a_second_real_value_repairs_nothing_while_a_typo_beside_another_key_is_repaired():
+    # "Portland" is in Oregon for 60 breweries (enough to overwrite a valid value) and in Maine for six; Maine is
+    # Bangor's and Augusta's state, so those six are a second place of the same name, not typos to overwrite
+    rng = np.random.default_rng(1)
+    places = [(f"town{i}", f"S{i % 7}") for i in range(30)] + [("Bangor", "ME"), ("Augusta", "ME")]
+    rows = [(city, state) for city, state in places for _ in range(8)]
+    rows += [("Portland", "OR")] * 60 + [("Portland", "ME")] * 6
+    df = pd.DataFrame(rows, columns=["city", "state"], dtype=object).sample(frac=1, random_state=rng.integers(1e6))
+    df = df.reset_index(drop=True)
+    typo = df.index[df["city"] == "town3"][0]
+    df.loc[typo, "state"] = "SX"
+    fixed = dependencies.repair(df, dependencies.learn(df))
+    assert (fixed["state"][df["city"] == "Portland"] == df["state"][df["city"] == "Portland"]).all()
+    assert fixed.loc[typo, "state"] == "S3" and (fixed != df).sum().sum() == 1
+
+
 def test_a_column_no_key_explains_better_than_its_most_common_value_is_not_repaired():
     rng = np.random.default_rng(0)
     df = pd.DataFrame({

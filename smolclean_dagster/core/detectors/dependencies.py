@@ -77,6 +77,10 @@ MAX_DETERMINANTS = 4
 MAX_COPY_WORK = 50_000_000
 #: Rows a key needs before its value may overwrite a value that is valid on its own.
 STRONG_SUPPORT = 50
+#: A key whose runner-up value this many rows hold, and other keys have as their usual value, has two real
+#: values, not a majority and typos ("Portland" is in Oregon on 40 rows and in Maine, the usual state of
+#: "Bangor", on 6): it repairs nothing. Sources that vote disagree by nature.
+TWO_VALUES_ROWS = 3
 #: A determinant identifies an entity (an ID, an address, a zip code) when it has this many distinct values and
 #: at most this many rows per value on average; a category (a state, a county, a city) does not, and a value
 #: beside it is not repaired from it ("Springfield" names cities in many states).
@@ -230,7 +234,7 @@ def _identifies(code: np.ndarray, distinct: int) -> bool:
 
 def _key_stats(ca: np.ndarray, cb: np.ndarray, nb: int, weights: np.ndarray | None):
     """Per key of A (rows with both filled): key code, rows, weighted support, top and runner-up weight,
-    top value code."""
+    top and runner-up value code (-1 where there is no runner-up)."""
     both = (ca >= 0) & (cb >= 0)
     pair = ca[both].astype(np.int64) * nb + cb[both]
     uniq, inverse = np.unique(pair, return_inverse=True)
@@ -244,7 +248,10 @@ def _key_stats(ca: np.ndarray, cb: np.ndarray, nb: int, weights: np.ndarray | No
     second = np.zeros_like(top)
     has_second = np.diff(np.r_[starts, len(key)]) > 1
     second[has_second] = weight[starts[has_second] + 1]
-    return key[starts], np.add.reduceat(rows, starts), np.add.reduceat(weight, starts), top, second, value[starts]
+    second_value = np.full_like(top, -1, dtype=np.int64)
+    second_value[has_second] = value[starts[has_second] + 1]
+    return (key[starts], np.add.reduceat(rows, starts), np.add.reduceat(weight, starts), top, second, value[starts],
+            second_value)
 
 
 def _dependency(a, b, codes, values, *, weights=None, source=None) -> Dependency | None:
@@ -252,7 +259,7 @@ def _dependency(a, b, codes, values, *, weights=None, source=None) -> Dependency
     nb = len(values[b])
     if nb < 2 or int(((ca >= 0) & (cb >= 0)).sum()) < MIN_ROWS:
         return None
-    keys, rows, support, top, second, top_value = _key_stats(ca, cb, nb, weights)
+    keys, rows, support, top, second, top_value, second_value = _key_stats(ca, cb, nb, weights)
     evidence = rows >= MIN_SUPPORT
     if not evidence.any():
         return None
@@ -261,6 +268,8 @@ def _dependency(a, b, codes, values, *, weights=None, source=None) -> Dependency
         else (KEY_SHARE, KEY_RATIO, MIN_COVER, MIN_AGREEMENT, KEY_ROWS)
     )
     clear = evidence & (top >= share * support) & (top >= ratio * second) & (top > second) & (top >= top_rows)
+    if source is None:  # a runner-up many rows hold, and other keys' usual value, is a second real value
+        clear &= ~((second >= TWO_VALUES_ROWS) & np.isin(second_value, top_value[clear]))
     agree = top[evidence].sum() / support[evidence].sum()
     if support[clear].sum() < cover * support[evidence].sum() or agree < agreement:
         return None
