@@ -64,7 +64,7 @@ MIN_HARM_CELLS = 3
 #: more than this share of its changes there write a value they contradict (and `MIN_HARM_CELLS` or more).
 CONTRADICTED_SHARE = 0.2
 #: A column with at most this many values among the changed rows may tell where the contradicted changes gather.
-WHERE_VALUES = 30
+WHERE_VALUES = 50
 #: Before -> after pairs kept to show the reader.
 MAX_PAIRS = 10
 
