@@ -146,9 +146,9 @@ def test_the_rule_finds_violations_only_the_drop_shows_and_its_function_matches_
     fn = proposal.function
     assert fn is not None and fn.name.startswith("repair_dependencies")
     check_function(fn.code)
-    # a model offered it as a candidate reads how it repairs, and a repair it would make
+    # a model offered it as a candidate reads how it repairs, and a repair it would make with its support
     assert "each takes the value the other rows of its key agree on" in fn.summary
-    assert "(e.g. '3563x' -> '35233')" in hybrid_evidence(fn)
+    assert "(e.g. '3563x' -> '35233' (provider '10018' has it on 11 of its 12 rows with a value))" in hybrid_evidence(fn)
     repaired = load(fn)
     expected = dependencies.repair(drop, dependencies.learn(drop))
     out = repaired(drop)
