@@ -267,8 +267,9 @@ def contradictions(before: pd.DataFrame, after: pd.DataFrame, keys: dict[str, st
         n = int(hit.sum())
         if n >= MIN_HARM_CELLS and n > CONTRADICTED_SHARE * changed:
             i = hit.index[hit][0]
-            group = a[column][(a[key] == a.at[i, key]) & (a.index != i)]
-            theirs = group.value_counts().index[0] if group.notna().any() else ""
+            group = a[column][(a[key] == a.at[i, key]) & (a.index != i)].dropna().astype(str).str.strip()
+            group = group[(group != "") & ~group.map(is_null_token).astype(bool)]  # what contradicts is a value
+            theirs = group.value_counts().index[0] if len(group) else ""
             example = (str(b.at[i, column]), str(a.at[i, column]), str(theirs))
             where = _gathered(b[diff[column]].drop(columns=[column, key]), hit[diff[column]])
             out.append(Contradicted(str(column), key, n, changed, example, where))
