@@ -172,6 +172,25 @@ def test_an_item_of_the_plan_declined_in_the_reply_that_writes_the_plan_stays_de
     assert steps[-1].reason == "clean" and len(prompts) == 2
 
 
+def test_a_plan_line_sent_after_the_plan_is_written_becomes_an_item_and_a_repeated_one_does_not(tmp_path, sandbox):
+    df = pd.read_csv(addresses(tmp_path / "a.csv"), dtype=str, keep_default_na=False)
+    script = [
+        reply(f"<issues>\n- city: misspellings\n</issues>\n<plan>\n- city: fix the two misspelled cities\n</plan>\n"
+              f"<code>\n```python\n{FIX_CITY}```\n</code>\n<serves>1</serves>\n<status>needs_more_work</status>"),
+        reply("<issues>\n- zip: one zip code names another city\n</issues>\n<plan>\n- City: fix the two misspelled "
+              "cities\n- zip: check the zip code whose city disagrees\n</plan>\n<declined>\n- 2: the zip code or the "
+              "city may be the wrong cell; nothing in the row says which\n</declined>\n<status>needs_more_work</status>"),
+        reply("<issues>\n</issues>\n<status>clean</status>"),
+    ]
+    steps, prompts, store = chunk_loop(df, script, tmp_path, sandbox)
+    assert "To add an item to your plan, send <plan>" in prompts[1]
+    assert "Items #2-#2 are added to your plan" in prompts[2] and "2. [declined: the zip code" in prompts[2], prompts[2]
+    registry = store.load()
+    assert registry.plan == ("city: fix the two misspelled cities", "zip: check the zip code whose city disagrees")
+    assert {s.number: s.state for s in registry.coverage(registry.items_for(""))} == {1: "served", 2: "declined"}
+    assert steps[-1].reason == "clean"
+
+
 def test_dirt_left_on_the_held_out_rows_goes_back_to_the_model_without_its_values(tmp_path):
     source = addresses(tmp_path / "addresses.csv")
     df = pd.read_csv(source, dtype=str, keep_default_na=False)

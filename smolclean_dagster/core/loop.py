@@ -188,13 +188,18 @@ def run_chunk(
             seconds=round(time.perf_counter() - started, 4),
         )
         notes = []
-        if model and not settings.items and proposal.plan and not registry.plan:
-            planned = store.update(lambda reg: reg.with_plan(proposal.plan)).without_chunks(work.hidden)
-            items = planned.items_for("")
-            reads = bool(items)  # the function beside the plan may already serve its items, or decline them
-            states = planned.coverage(items)
-            notes.append(f"Your plan is recorded as items #1-#{len(proposal.plan)}: serve each with a function "
-                         "(<serves>) or decline it with the reason.")
+        if model and not settings.items and proposal.plan:
+            # a model shown the plan adds to it; a plan written beside another chunk's first one is not merged
+            shown = len(registry.plan)
+            planned = store.update(lambda reg: reg.with_plan(proposal.plan, extend=bool(shown)))
+            planned = planned.without_chunks(work.hidden)
+            if len(planned.plan) > shown:
+                items = planned.items_for("")
+                reads = True  # the function beside the plan may already serve its items, or decline them
+                states = planned.coverage(items)
+                span = f"#{shown + 1}-#{len(planned.plan)}"
+                recorded = f"Items {span} are added to your plan" if shown else f"Your plan is recorded as items {span}"
+                notes.append(f"{recorded}: serve each with a function (<serves>) or decline it with the reason.")
         if reads:
             notes = _record_declines(proposal, states, store, work) + notes
         if fn is None:

@@ -19,6 +19,8 @@ from .files import write_atomic  # noqa: F401  (also importable from here, where
 from .functions import CleaningFunction
 from .instructions import Declined, InstructionItem, ItemState, item_states, split_instructions
 
+#: Items a model's own plan holds at most: lines it adds later beyond these are not recorded.
+MAX_PLAN_ITEMS = 20
 
 class Provenance(BaseModel):
     """Where an accepted function came from."""
@@ -139,11 +141,25 @@ class Registry(BaseModel):
             InstructionItem(number=i, text=text) for i, text in enumerate(self.plan, 1)
         )
 
-    def with_plan(self, plan: tuple[str, ...] | list[str]) -> Registry:
-        """A new version recording the model's own plan (kept once written: later plans do not replace it)."""
-        if self.plan or not plan:
+    def with_plan(self, plan: tuple[str, ...] | list[str], *, extend: bool = False) -> Registry:
+        """A new version recording the model's own plan. Kept once written: a later plan does not replace it,
+        but one written by a model that was shown it (`extend`) adds its new lines, up to `MAX_PLAN_ITEMS`.
+
+        Example:
+            >>> reg = Registry(dataset="d").with_plan(["city: unify spellings"])
+            >>> reg.with_plan(["zip: pad to 5 digits"]).plan
+            ('city: unify spellings',)
+            >>> reg.with_plan(["City: unify spellings", "zip: pad to 5 digits"], extend=True).plan
+            ('city: unify spellings', 'zip: pad to 5 digits')
+        """
+        if not plan or (self.plan and not extend):
             return self
-        return self.model_copy(update={"plan": tuple(plan), "version": self.version + 1})
+        held = {" ".join(p.casefold().split()) for p in self.plan}
+        new = [p for p in dict.fromkeys(plan) if " ".join(p.casefold().split()) not in held]
+        added = tuple(new[:max(0, MAX_PLAN_ITEMS - len(self.plan))])
+        if not added:
+            return self
+        return self.model_copy(update={"plan": self.plan + added, "version": self.version + 1})
 
     def names(self) -> set[str]:
         return {e.function.name for e in self.entries}
