@@ -414,6 +414,11 @@ def test_the_entity_check_ignores_changes_of_spaces_and_reports_of_no_value():
     assert not entities.contradicted(rows, after, "departure", "flight").any()
     moved = rows.assign(departure=rows["departure"].replace({"7:02  a.m.": "7:05 a.m."}))
     assert entities.contradicted(rows, moved, "departure", "flight").tolist() == [False] * 3 + [True] + [False] * 4
+    # the other reports hold the same time with a note after it: they agree with the note stripped off
+    noted = pd.DataFrame({"flight": ["AA-1"] * 4, "departure": ["12/2/11 7:16 a.m."] + ["7:16 a.m. (Estimated)"] * 3})
+    stripped = noted.assign(departure=["7:16 a.m."] + ["7:16 a.m. (Estimated)"] * 3)
+    assert not entities.contradicted(noted, stripped, "departure", "flight").any()
+    assert entities.contradicted(noted, stripped.replace({"7:16 a.m.": "7:02 a.m."}), "departure", "flight").iloc[0]
 
 
 STRIP_PERCENT = '''import pandas as pd

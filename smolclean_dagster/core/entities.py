@@ -88,7 +88,8 @@ def _top_share(codes: np.ndarray) -> float:
 
 def contradicted(before: pd.DataFrame, after: pd.DataFrame, column: str, key: str) -> pd.Series:
     """Per row of `after`: whether `column` changed there into a value that the other rows of its entity
-    (`key`, as `after` has it) contradict: at least two of them hold one other value, more than hold the new one."""
+    (`key`, as `after` has it) contradict: at least two of them hold one other value, more than hold the new one
+    (alone or with a note after it: "7:16 a.m. (Estimated)" holds "7:16 a.m.")."""
     old, new, keys = _text(before[column]), _text(after[column]), _text(after[key])
     # the same value written with other spaces is no new value; a spelling of "no value" says nothing
     changed = (_spaced(old).fillna("\0") != _spaced(new).fillna("\0")) & keys.notna() & new.notna()
@@ -101,11 +102,16 @@ def contradicted(before: pd.DataFrame, after: pd.DataFrame, column: str, key: st
         groups.setdefault(k, []).append((n, v))
     for i in changed.index[changed]:
         k, v = keys[i], new[i]
-        others = sorted(((n - (w == v), w) for n, w in groups.get(k, ())), reverse=True)
-        held = next((n for n, w in others if w == v), 0)
-        top, value = others[0] if others else (0, None)
-        out[i] = value != v and top >= 2 and top > held
+        # the same value with a note after it ("7:16 a.m. (Estimated)") agrees with it
+        held = sum(n - (w == v) for n, w in groups.get(k, ()) if _agrees(w, v))
+        top = max((n for n, w in groups.get(k, ()) if not _agrees(w, v)), default=0)
+        out[i] = top >= 2 and top > held
     return out
+
+
+def _agrees(other: str, value: str) -> bool:
+    """Whether `other` holds `value`, alone or with a note after it (either way round)."""
+    return other == value or other.startswith(value + " ") or value.startswith(other + " ")
 
 
 def _text(series: pd.Series) -> pd.Series:
