@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .drops import chunk_id
 from .errors import SmolcleanError
+from .detectors.case_variants import KEEP_CELLS
 from .profile import detect_issues
 
 
@@ -293,11 +294,27 @@ def plan_chunks(
 
 def held_out_residual(plan: ChunkPlan, df: pd.DataFrame, clean: Cleaner,
                       left_alone: frozenset[str] = frozenset()) -> tuple[str, ...]:
-    """The kinds of dirt ("kind:column") the current registry leaves on the held-out rows, but `left_alone`."""
+    """The kinds of dirt ("kind:column") the current registry leaves on the held-out rows, but `left_alone` and
+    those whose flagged values the drop holds on many rows: a spelling on `KEEP_CELLS` rows or more, or one of
+    a value the drop writes two ways on that many rows each ("ENG" beside "eng"), is presumed right, and the
+    harm gate sends back any function that rewrites it, so asking the model about it again costs a call for
+    nothing."""
     rows = plan.holdout_rows(df)
     if rows.empty:
         return ()
-    return tuple(sorted({f"{f.kind}:{f.column}" for f in detect_issues(clean(rows)) if f.kind not in left_alone}))
+    found = [f for f in detect_issues(clean(rows)) if f.kind not in left_alone]
+    return tuple(sorted({f"{f.kind}:{f.column}" for f in found if not _settled(df, f.column, f.examples)}))
+
+
+def _settled(df: pd.DataFrame, column: str, values: tuple[str, ...]) -> bool:
+    """Whether the drop holds every one of `values` on many rows, or writes each two ways on many rows each."""
+    if not values or column not in df.columns:
+        return False
+    counts = df[column][df[column].map(type) == str].value_counts()
+    many = set(counts.index[counts >= KEEP_CELLS])
+    spellings = pd.Series(list(many), dtype=object).str.casefold().value_counts()
+    twice = set(spellings.index[spellings >= 2])
+    return all(v in many or v.casefold() in twice for v in values)
 
 
 def _spread(n: int, k: int) -> list[int]:
