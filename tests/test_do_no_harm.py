@@ -360,14 +360,20 @@ def flight_reports(flights: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["src", "flight", "departure"], dtype=object)
 
 
+def flight_functions_judged(llm, tmp_path, sandbox, *functions: str):
+    """The flight reports, and the verdicts on `functions` proposed one step each; the first is sent back."""
+    drop = flight_reports(60, seed=5)
+    proposes(llm, "departure: several forms", *functions)
+    verdicts, store = judged(drop, llm, tmp_path, sandbox)
+    assert not verdicts[0].accepted
+    return drop, verdicts, store
+
+
 def test_a_model_function_whose_rewrites_the_entitys_other_rows_contradict_is_sent_back_and_its_narrowing_lands(
         llm, tmp_path, sandbox):
     # Every odd form becomes the usual one, but two sources' own times stay wrong in the usual form: the
     # other rows of the same flight hold another time. Only the bare form carries the flight's time.
-    drop = flight_reports(60, seed=5)
-    proposes(llm, "departure: several forms", ALL_TIME_FORMS, ONE_SOURCE_FORM)
-    verdicts, store = judged(drop, llm, tmp_path, sandbox)
-    assert not verdicts[0].accepted
+    drop, verdicts, store = flight_functions_judged(llm, tmp_path, sandbox, ALL_TIME_FORMS, ONE_SOURCE_FORM)
     assert re.search(r"in departure, \d+ of its \d+ changes write a value the other rows of the same flight contradict",
                      verdicts[0].reason), verdicts[0].reason
     assert "other rows of the same flight contradict" in llm.requests[1].prompt
@@ -389,10 +395,7 @@ def test_a_model_function_half_of_whose_rewrites_the_entity_contradicts_is_sent_
         llm, tmp_path, sandbox):
     # Half right is not right: a fifth of a function's changes contradicted by the flight's other reports is
     # enough, and the reply names the source whose rows hold them, so the model can leave those rows.
-    drop = flight_reports(60, seed=5)
-    proposes(llm, "departure: several forms", TWO_SOURCE_FORMS, ONE_SOURCE_FORM)
-    verdicts, store = judged(drop, llm, tmp_path, sandbox)
-    assert not verdicts[0].accepted
+    drop, verdicts, store = flight_functions_judged(llm, tmp_path, sandbox, TWO_SOURCE_FORMS, ONE_SOURCE_FORM)
     found = re.search(r"in departure, (\d+) of its (\d+) changes write a value the other rows of the same flight "
                       r"contradict.*\((\d+) of them are in rows where src is 'mytripandmore', of its (\d+) changes "
                       r"there; elsewhere 0 of (\d+)\)", verdicts[0].reason)
