@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from .detectors.case_variants import KEEP_CELLS
 from .drops import chunk_id
 from .errors import SmolcleanError
-from .detectors.case_variants import KEEP_CELLS
 from .profile import detect_issues
 
 

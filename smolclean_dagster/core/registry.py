@@ -22,6 +22,7 @@ from .instructions import Declined, InstructionItem, ItemState, item_states, spl
 #: Items a model's own plan holds at most: lines it adds later beyond these are not recorded.
 MAX_PLAN_ITEMS = 20
 
+
 class Provenance(BaseModel):
     """Where an accepted function came from."""
 

@@ -479,6 +479,7 @@ def detect(rows: pd.DataFrame, learned: Dependencies, *, fill_empty: bool = Fals
     if not learned or rows.empty:
         return []
     fixed = repair(rows, learned, fill_empty=fill_empty)
+    keyed: dict[str, pd.Series] = {}  # each column's cells as lookup keys, for the examples' support
     findings = []
     for b in learned.dependents:
         if b not in rows.columns:
@@ -491,7 +492,7 @@ def detect(rows: pd.DataFrame, learned: Dependencies, *, fill_empty: bool = Fals
         determinants = [d.determinant for d in learned.dependencies if d.dependent == b]
         determinants += [c.determinant for c in learned.conditions if c.dependent == b]
         shown = changed.index[changed][:3]
-        examples = {f"{before[i]!r} -> {after[i]!r}{_held(rows, learned, b, i, after[i])}": 1 for i in shown}
+        examples = {f"{before[i]!r} -> {after[i]!r}{_held(rows, learned, b, i, after[i], keyed)}": 1 for i in shown}
         findings.append(Finding(
             kind=KIND, column=b, count=n,
             message=(f"{n} cells of {b!r} break a dependency on {', '.join(map(repr, dict.fromkeys(determinants)))} "
@@ -502,15 +503,21 @@ def detect(rows: pd.DataFrame, learned: Dependencies, *, fill_empty: bool = Fals
     return findings
 
 
-def _held(rows: pd.DataFrame, learned: Dependencies, b: str, i, value) -> str:
+def _held(rows: pd.DataFrame, learned: Dependencies, b: str, i, value, keyed: dict[str, pd.Series]) -> str:
     """How many rows of the repaired cell's key hold the value it gets: " (flight 'AA-12' has it on 9 of its 11
-    rows with a value)", from the first determinant whose table knows the row's key; empty when none does."""
+    rows with a value)", from the first determinant whose table knows the row's key; empty when none does.
+    `keyed` keeps each column's `cell_keys` across calls."""
+    def key(column: str) -> pd.Series:
+        if column not in keyed:
+            keyed[column] = cell_keys(rows[column])
+        return keyed[column]
+
     for d in learned.dependencies:
         if d.dependent != b or d.determinant not in rows.columns:
             continue
-        keys = cell_keys(rows[d.determinant])
+        keys = key(d.determinant)
         if pd.notna(keys[i]) and keys[i] in d.mapping:
-            values = cell_keys(rows[b])[keys == keys[i]].dropna()
+            values = key(b)[keys == keys[i]].dropna()
             held = int((values == cell_keys(pd.Series([value]))[0]).sum())
             return f" ({d.determinant} {keys[i]!r} has it on {held} of its {len(values)} rows with a value)"
     return ""
