@@ -1,4 +1,5 @@
-"""Asset checks on a cleaned drop: every row came back, and little dirt is left.
+"""Asset checks on a cleaned drop: every row came back, little dirt is left, and the module's changes agree
+with the other rows of their entity.
 
 The checks are evaluated by the `cleaned_data` asset itself (check specs with the drops partitions), so
 each drop partition shows its own results in the UI next to its materialization.
@@ -10,11 +11,13 @@ import warnings
 
 import dagster as dg
 
+from .core.agreement import CHECK_ROWS, AgreementReport
 from .core.apply import ApplyResult
 from .metadata import findings_metadata
 
 ROWS_PRESERVED = "rows_preserved"
 RESIDUAL_ISSUES = "residual_issues"
+ENTITY_AGREEMENT = "entity_agreement"
 
 
 def cleaned_check_specs(asset: dg.AssetKey, partitions_def: dg.PartitionsDefinition) -> list[dg.AssetCheckSpec]:
@@ -30,11 +33,17 @@ def cleaned_check_specs(asset: dg.AssetKey, partitions_def: dg.PartitionsDefinit
                               description="In no column do the detectors flag more than `residual_threshold` of the "
                               "sampled cleaned cells; when this fails the agent can learn from the drop (see "
                               "`learn_on_residual`)."),
+            dg.AssetCheckSpec(ENTITY_AGREEMENT, asset=asset, partitions_def=partitions_def,
+                              description="In no column do more than a fifth of the module's changes (in the drop's "
+                              f"first {CHECK_ROWS:,} rows) write a value the other rows of the same entity contradict "
+                              "(a flight's other reports, a hospital's other rows); when this fails the agent can "
+                              "learn from the drop, which takes out the function that did it."),
         ]
 
 
-def cleaned_check_results(result: ApplyResult, threshold: float) -> list[dg.AssetCheckResult]:
-    """The outcome of both checks for one cleaned drop."""
+def cleaned_check_results(result: ApplyResult, threshold: float,
+                          agreement: AgreementReport) -> list[dg.AssetCheckResult]:
+    """The outcome of the checks for one cleaned drop."""
     report = result.residual
     return [
         dg.AssetCheckResult(
@@ -56,4 +65,24 @@ def cleaned_check_results(result: ApplyResult, threshold: float) -> list[dg.Asse
                 **findings_metadata(list(report.findings)),
             },
         ),
+        dg.AssetCheckResult(
+            check_name=ENTITY_AGREEMENT,
+            passed=agreement.passed,
+            # A warning: the drop stays as the module cleaned it (a row's result never depends on its batch);
+            # learning from the drop takes the function out of the next module version, for review.
+            severity=dg.AssetCheckSeverity.WARN,
+            description=agreement.describe(),
+            metadata=agreement_metadata(agreement),
+        ),
     ]
+
+
+def agreement_metadata(agreement: AgreementReport) -> dict[str, dg.MetadataValue]:
+    """What the entity check saw, for the check and the cleaned drop's materialization."""
+    return {
+        "rows_checked": dg.MetadataValue.int(agreement.rows_checked),
+        "entity_column": dg.MetadataValue.text(agreement.entity or "none found"),
+        "cells_changed": dg.MetadataValue.int(agreement.cells_changed),
+        "cells_contradicted": dg.MetadataValue.int(agreement.contradicted),
+        "columns": dg.MetadataValue.md("\n".join(f"- {c.describe()}" for c in agreement.columns) or "none"),
+    }

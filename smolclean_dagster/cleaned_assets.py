@@ -8,7 +8,8 @@ module_version (module_versions.py: proposed or live) -> cleaned_data (per drop)
 import dagster as dg
 
 from .asset_keys import DatasetKeys
-from .checks import cleaned_check_results, cleaned_check_specs
+from .checks import agreement_metadata, cleaned_check_results, cleaned_check_specs
+from .core.agreement import check_drop
 from .core.apply import apply_module, read_module_version
 from .core.errors import SmolcleanError
 from .core.watch import FileState
@@ -31,7 +32,8 @@ def cleaned_data_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDefini
                      config: CleanConfig) -> dg.MaterializeResult:
         """The drop cleaned by the live module version (or the one the run's config names) in parallel sandbox
         batches, named after the drop, with the version that cleaned it and the issues the detectors still find
-        (checks: every row kept, residual issues under the threshold)."""
+        (checks: every row kept, residual issues under the threshold, changes that agree with the other rows of their
+        entity)."""
         module, number = cleaning_module_for(s, config.version)
         context.instance.add_run_tags(context.run.run_id, {VERSION_TAG: str(number) if number else "unversioned"})
         src = find_drop_file(s, context.partition_key)
@@ -43,9 +45,14 @@ def cleaned_data_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDefini
                 workers=s.apply_workers,
                 on_batch=lambda n, rows: context.log.info(f"{src.name}: batch {n} done, {rows} rows"),
             )
+            # the entity check cleans the drop's first rows once more, to see exactly what clean() changed
+            agreement = check_drop(source, src, sandbox)
         except SmolcleanError as exc:  # the drop cannot be read, or cannot be cleaned where the settings say
             raise dg.Failure(description=str(exc), metadata={"file": dg.MetadataValue.path(str(src)),
                                                             "reason": dg.MetadataValue.text(str(exc))}) from exc
+        if not agreement.passed:
+            context.log.warning(f"{src.name}: the module's changes disagree with the other rows of their entity: "
+                                f"{agreement.describe()}")
         report, version = result.residual, read_module_version(source)
         return dg.MaterializeResult(
             metadata={
@@ -65,9 +72,11 @@ def cleaned_data_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDefini
                 "residual_passed": dg.MetadataValue.bool(report.passes(s.residual_threshold)),
                 "residual_rows_sampled": dg.MetadataValue.int(report.rows_sampled),
                 **{f"residual_{k}": v for k, v in findings_metadata(list(report.findings)).items()},
+                "entity_passed": dg.MetadataValue.bool(agreement.passed),
+                **{f"entity_{k}": v for k, v in agreement_metadata(agreement).items()},
                 "sandbox": dg.MetadataValue.text(sandbox.level.describe()),
             },
-            check_results=cleaned_check_results(result, s.residual_threshold),
+            check_results=cleaned_check_results(result, s.residual_threshold, agreement),
         )
 
     return cleaned_data

@@ -199,6 +199,7 @@ def _learn_settings(args: argparse.Namespace):
 
 
 def _apply(args: argparse.Namespace) -> int:
+    from .core.agreement import check_drop
     from .core.apply import apply_module, read_module_version
     from .sandbox import Sandbox
 
@@ -228,6 +229,7 @@ def _apply(args: argparse.Namespace) -> int:
                 args.module.read_text(encoding="utf-8"), args.file, args.output, sandbox=sandbox,
                 batch_size=args.batch_size, workers=args.workers, on_batch=progress.update,
             )
+        agreement = check_drop(args.module.read_text(encoding="utf-8"), args.file, sandbox)
     finally:
         sandbox.close()
     r = result.residual
@@ -236,6 +238,13 @@ def _apply(args: argparse.Namespace) -> int:
     print(f"residual issues: {len(r.findings)} finding(s), {r.share:.2%} of {r.cells_sampled} sampled cells flagged, "
           f"{r.worst_share:.2%} in the worst column"
           + "".join(f"\n  {f.column}: {f.message}" for f in r.findings[:10]))
+    if agreement.passed:
+        print(f"entity check: passed: {agreement.describe()}")
+    else:
+        print(f"entity check: FAILED: the other rows of the same entity contradict what the module wrote (in the first "
+              f"{agreement.rows_checked} rows); learn from this file to take out the function that did it, then review "
+              "the new version"
+              + "".join(f"\n  {c.describe()}" for c in agreement.columns))
     return 0
 
 

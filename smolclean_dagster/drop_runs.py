@@ -107,6 +107,12 @@ class Cleaning:
     fingerprint: str | None
     residual_passed: bool | None
     residual_share: float | None
+    entity_passed: bool | None = None  # None: cleaned before the entity check existed
+
+    @property
+    def failed(self) -> bool:
+        """Whether a check that sends a drop back to learning failed: residual issues, or the entity check."""
+        return self.residual_passed is False or self.entity_passed is False
 
     @classmethod
     def of(cls, record: dg.EventLogRecord) -> Cleaning:
@@ -124,6 +130,7 @@ class Cleaning:
             fingerprint=value("source_fingerprint"),
             residual_passed=value("residual_passed"),
             residual_share=value("residual_share"),
+            entity_passed=value("entity_passed"),
         )
 
 

@@ -19,7 +19,7 @@ from .core.errors import SmolcleanError
 from .core.export import write_module
 from .core.functions import CleaningFunction
 from .core.plan import ChunkPlan
-from .core.quality import ValidationReport, keep_what_holds, validate_registry
+from .core.quality import ValidationReport, keep_what_agrees, keep_what_holds, validate_registry
 from .core.registry import Registry
 from .core.report import write_report
 from .core.shipped_tests import write_tests
@@ -53,9 +53,9 @@ def registry_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDefinition
         # A wave's chunks ran side by side: their functions go in the chunks' order, named in that order.
         wave = [c for plan in store.models("chunks", ChunkPlan) for c in plan.last_wave]
         current = store.registry.update(lambda reg: reg.in_chunk_order(wave))
-        frames = [plan.visible_rows(store.load_frame("raw_data", plan.drop), limit=REFERENCE_ROWS)
-                  for plan in store.models("chunks", ChunkPlan)]
-        rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        drops = {plan.drop: plan.visible_rows(store.load_frame("raw_data", plan.drop), limit=REFERENCE_ROWS)
+                 for plan in store.models("chunks", ChunkPlan)}
+        rows = pd.concat(list(drops.values()), ignore_index=True) if drops else pd.DataFrame()
         rules = RulesAnalyst()
         model_merger = _ModelMerger.for_analyst(smolclean_llm.analyst_for(s), s)
         result = consolidate(current, rows, smolclean_sandbox.get(), rule_key=rules.merge_key,
@@ -66,11 +66,14 @@ def registry_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDefinition
         else:
             published = current
         # A learning run always ends with a module: what breaks a blocking check on held-out rows is taken out.
-        kept, dropped = keep_what_holds(published, _holdout_rows(store), smolclean_sandbox.get())
-        if dropped:
-            for d in dropped:
-                context.log.warning(f"{d.name} taken out of the module: {d.reason}")
-            published = store.registry.update(lambda reg: kept if reg.version == published.version else reg)
+        # So is a function whose changes over the learned drops' rows the entity's other rows contradict: one
+        # learned from an earlier drop may meet forms there it never saw (core/agreement.py).
+        for keep in (partial(keep_what_holds, holdout=_holdout_rows(store)), partial(keep_what_agrees, drops=drops)):
+            kept, dropped = keep(published, runner=smolclean_sandbox.get())
+            if dropped:
+                for d in dropped:
+                    context.log.warning(f"{d.name} taken out of the module: {d.reason}")
+                published = store.registry.update(lambda reg: kept if reg.version == published.version else reg)
         try:
             previous = store.load_model("registry", Registry)
         except SmolcleanError:

@@ -1,5 +1,5 @@
-"""Sensors of a dataset: its drop folder, cleaned drops that fail their residual check, and the learning runs
-they start (learning_sensor.py).
+"""Sensors of a dataset: its drop folder, cleaned drops that fail their residual or entity check, and the
+learning runs they start (learning_sensor.py).
 
 They are on by default (the residual one only with `learn_on_residual: auto`), so `smolclean ui` cleans
 new files and learns from new dirt without anyone clicking. The rules for picking files up live in
@@ -106,7 +106,8 @@ def build_drop_folder_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinit
 
 
 def build_residual_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinition:
-    """Learns from drops whose cleaned output fails the residual check, one drop at a time.
+    """Learns from drops whose cleaned output fails the residual check (dirt left) or the entity check (changes
+    the other rows of their entity contradict: learning takes out the function that made them), one drop at a time.
 
     Running by default when `learn_on_residual` is "auto", stopped (switch it on in the UI) otherwise.
     A drop cleaned by another module version than the live one is cleaned again first instead; a drop version is learned from at
@@ -119,7 +120,7 @@ def build_residual_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinition
         name=f"{name}_learn_on_residual", jobs=jobs, minimum_interval_seconds=s.sensor_interval_s,
         default_status=status,
         description=f"Runs {learn_job_name(name)} on a drop whose cleaned output still has more dirt than "
-        f"residual_threshold={s.residual_threshold}.",
+        f"residual_threshold={s.residual_threshold}, or whose changes the other rows of their entity contradict.",
     )
     def learn_on_residual(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         busy = learning_in_progress(context.instance, name)
@@ -143,7 +144,7 @@ def build_residual_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinition
                     break  # one learning run at a time: the next failing drop may be fixed by this one
         return dg.SensorResult(
             run_requests=runs, cursor=str(after),
-            skip_reason=None if runs else "no new cleaned drop fails its residual check",
+            skip_reason=None if runs else "no new cleaned drop fails its residual or entity check",
         )
 
     return learn_on_residual
@@ -152,7 +153,7 @@ def build_residual_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinition
 def _residual_request(context: dg.SensorEvaluationContext, s: DatasetSettings, cleaning: Cleaning,
                       version: int | None) -> dg.RunRequest | None:
     """What to do about one cleaning: nothing, clean the drop again with a newer module, or learn from it."""
-    if cleaning.residual_passed is not False or cleaning.fingerprint is None:
+    if not cleaning.failed or cleaning.fingerprint is None:
         return None
     latest = latest_cleaning(context.instance, s.name, cleaning.drop)
     if latest is not None and latest.storage_id != cleaning.storage_id:
@@ -163,10 +164,16 @@ def _residual_request(context: dg.SensorEvaluationContext, s: DatasetSettings, c
         return clean_request(s.name, cleaning.drop, cleaning.fingerprint, module_version=version,
                              times_live=times_live(s))
     if already_learned(context.instance, cleaning.drop, cleaning.fingerprint):
-        context.log.info(f"{cleaning.drop}: residual issues remain, but this version was learned from already")
+        context.log.info(f"{cleaning.drop}: {_what_failed(cleaning)} failed, but this version was learned from already")
         return None
-    context.log.info(f"{cleaning.drop}: residual check failed, learning from it")
+    context.log.info(f"{cleaning.drop}: {_what_failed(cleaning)} failed, learning from it")
     return learning_request(s.name, cleaning.drop, cleaning.fingerprint)
+
+
+def _what_failed(cleaning: Cleaning) -> str:
+    failed = [name for name, passed in (("the residual check", cleaning.residual_passed),
+                                        ("the entity check", cleaning.entity_passed)) if passed is False]
+    return " and ".join(failed)
 
 
 def _cleaned_already(instance: dg.DagsterInstance, name: str, key: str, f: FileState) -> bool:

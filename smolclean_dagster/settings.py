@@ -80,7 +80,7 @@ class DatasetSettings(BaseModel):
     )
     learn_on_residual: Literal["auto", "on_request"] = Field(
         default="auto",
-        description="when a cleaned drop fails its residual check: 'auto' learns from it at once, "
+        description="when a cleaned drop fails its residual or entity check: 'auto' learns from it at once, "
         "'on_request' waits for you to materialize <name>/drop_learning for that drop",
     )
     stable_ticks: int = Field(default=2, ge=1, le=100, description="looks in a row a file must not change to be picked up")

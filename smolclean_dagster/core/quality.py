@@ -8,6 +8,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from . import harm
+from .entities import entity_keys
 from .export import render_module
 from .profile import detect_issues
 from .registry import DroppedFunction, Registry
@@ -239,6 +240,53 @@ def keep_what_holds(registry: Registry, holdout: pd.DataFrame, runner: CodeRunne
             dropped.append(DroppedFunction(name=entry.function.name, reason=failed))
     pruned = registry.model_copy(update={"entries": tuple(kept), "version": registry.version + 1,
                                          "dropped": (*registry.dropped, *dropped)})
+    return pruned, tuple(dropped)
+
+
+def keep_what_agrees(registry: Registry, drops: dict[str, pd.DataFrame], runner: CodeRunner, *,
+                     timeout_s: float = 60.0) -> tuple[Registry, tuple[DroppedFunction, ...]]:
+    """The registry without the functions whose changes over the rows of a learned drop (`drops`: its name ->
+    its reference rows) write, in some column, values the other rows of their entity contradict
+    (`harm.contradictions`), and those functions with the reason.
+
+    A function is judged on the drop it was learned from; a later drop may hold forms that drop never did
+    ("7:02aDec 1" in a column that only held "7:02a"), and the function may fix their form into the wrong value.
+    Learning from that drop takes it out here. Each drop is judged on its own rows (a flight of one day is not
+    the same flight the next day), by the entity the drop names as read. A function serving the user's
+    instructions stays: their words win. The module runs once per drop; only when one of its columns fails is
+    each function run on its own, in module order, to name which.
+
+    Example:
+        >>> kept, dropped = keep_what_agrees(registry, {"april.csv": april_rows}, sandbox)   # doctest: +SKIP
+        >>> [d.name for d in dropped]                                                        # doctest: +SKIP
+        ['unify_departure']
+    """
+    dropped: list[DroppedFunction] = []
+    for drop, rows in drops.items():
+        keys = entity_keys(rows) if not rows.empty else {}  # the entity is the drop's: no function decides it
+        kept = registry.entries if not dropped else tuple(e for e in registry.entries
+                                                           if e.function.name not in {d.name for d in dropped})
+        if not keys or not kept:
+            continue
+        rows = rows.reset_index(drop=True)
+        trial = registry.model_copy(update={"entries": kept})
+        once = runner.run(render_module(trial), rows, entry="clean", module=True, timeout_s=timeout_s)
+        if len(once) != len(rows) or not harm.contradictions(rows, once.reset_index(drop=True), keys):
+            continue
+        for entry in kept:
+            fn = entry.function
+            after = runner.run(fn.code, rows, entry=fn.name, timeout_s=timeout_s).reset_index(drop=True)
+            found = harm.contradictions(rows, after, keys) if len(after) == len(rows) and not entry.serves else ()
+            if found:
+                why = harm.Harm(contradicted=found).describe()
+                dropped.append(DroppedFunction(name=fn.name, reason=f"on the rows of {drop}, {why}"))
+            else:
+                rows = after
+    if not dropped:
+        return registry, ()
+    names = {d.name for d in dropped}
+    pruned = registry.model_copy(update={"entries": tuple(e for e in registry.entries if e.function.name not in names),
+                                         "version": registry.version + 1, "dropped": (*registry.dropped, *dropped)})
     return pruned, tuple(dropped)
 
 

@@ -1,0 +1,147 @@
+"""The next drop: a function learned on one drop meets forms that drop never held, and fixes their form into the
+wrong value. The cleaned drop's entity check says so, the drop goes back to learning, and learning takes the
+function out of the next module version, which waits for review. Real Dagster runs on a temporary instance, the
+model over real HTTP, the module in real sandbox processes."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from llm_server import ScriptedLLM, reply
+from learning_ticks import drive_learning
+from smolclean_dagster import DatasetSettings, build_defs
+from smolclean_dagster.core.agreement import agreement_report
+from smolclean_dagster.core.storage import DatasetStore
+from smolclean_dagster.learning import learn
+from smolclean_dagster.live_module import cleaning_module_for
+
+NAME = "flights"
+CLEANED = dg.AssetKey([NAME, "cleaned_data"])
+CHECK = dg.AssetCheckKey(CLEANED, "entity_agreement")
+
+# The model's function: bare "7:16a" times, and times with a date glued on ("7:02aDec 1"), as "7:16 a.m.".
+UNIFY_DEPARTURE = '''import re
+
+import pandas as pd
+
+TIME = re.compile(r"^(\\d{1,2}):(\\d{2})([ap])(?:[A-Z][a-z]{2} \\d{1,2})?$")
+
+
+def unify_departure(df: pd.DataFrame) -> pd.DataFrame:
+    """Write the "7:16a" and "7:02aDec 1" times of `departure` as "7:16 a.m."."""
+    df = df.copy()
+    df["departure"] = df["departure"].str.replace(TIME, lambda m: f"{int(m[1])}:{m[2]} {m[3]}.m.", regex=True)
+    return df
+'''
+
+
+def flight_reports(path: Path, flights: int, seed: int, *, glued: bool) -> Path:
+    """Sources report each flight's departure: four in the usual form, one the same time bare ("7:16a"); with
+    `glued`, a sixth source writes a time of its own with a date stuck on ("7:02aDec 1"), a form the first month
+    never held."""
+    rng = random.Random(seed)
+    rows = []
+    for f in range(flights):
+        hour, minute, half = rng.randint(1, 12), rng.randrange(0, 60), rng.choice("ap")
+        number = f"{rng.choice(['AA', 'UA', 'DL', 'CO'])}-{1000 + f}"
+        gate = f"{rng.choice('ABCD')}{rng.randint(1, 40)}"
+        for source in ("flightview", "orbitz", "flightstats", "airline"):
+            rows.append((source, number, gate, f"{hour}:{minute:02d} {half}.m."))
+        rows.append(("travelocity", number, gate, f"{hour}:{minute:02d}{half}"))
+        if glued:
+            rows.append(("mytripandmore", number, gate, f"{hour}:{(minute + rng.randint(5, 25)) % 60:02d}{half}Dec 1"))
+    rng.shuffle(rows)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows, columns=["src", "flight", "gate", "departure"]).to_csv(path, index=False)
+    return path
+
+
+def test_a_function_whose_changes_on_the_next_drop_the_entity_contradicts_fails_the_check_and_learning_takes_it_out(
+        tmp_path):
+    asked: list[str] = []
+
+    def model(recorded):
+        # the first question gets the function; every later one finds nothing more to do
+        asked.append(recorded.prompt)
+        if len(asked) == 1:
+            return reply(f"<issues>\n- departure: several forms\n</issues>\n<code>\n```python\n{UNIFY_DEPARTURE}```\n"
+                         "</code>\n<status>needs_more_work</status>")
+        return reply("<issues>\n</issues>\n<status>clean</status>")
+
+    with ScriptedLLM(responder=model) as llm, dg.instance_for_test() as instance:
+        settings = DatasetSettings(name=NAME, workdir=tmp_path / "work", model="openai/test-model",
+                                   api_base=llm.api_base, api_key="test", analyst="llm", concurrency=1,
+                                   chunk_budget=2)
+        first = learn(settings, flight_reports(tmp_path / "march.csv", 80, seed=3, glued=False), instance)
+        store = DatasetStore(settings.storage_dir, NAME)
+        assert [e.function.name for e in store.registry.load().entries] == ["unify_departure"]
+        module_v1 = first.module.read_text()
+
+        defs = build_defs(settings)
+        cursors: dict[str, str | None] = {}
+
+        def tick(sensor: str) -> dg.SensorResult:
+            name = f"{NAME}_{sensor}"
+            result = defs.resolve_sensor_def(name)(dg.build_sensor_context(instance=instance, cursor=cursors.get(name)))
+            cursors[name] = result.cursor
+            for r in result.dynamic_partitions_requests or []:
+                instance.add_dynamic_partitions(r.partitions_def_name, list(r.partition_keys))
+            return result
+
+        def run(request: dg.RunRequest) -> None:
+            job = defs.resolve_job_def(request.job_name)
+            assert job.execute_in_process(instance=instance, partition_key=request.partition_key,
+                                          tags=request.tags).success
+
+        # April brings a source the module never saw: its glued times become the usual form, with its own time.
+        april = flight_reports(settings.drops_dir / "april.csv", 80, seed=4, glued=True)
+        tick("drop_folder")
+        [clean] = tick("drop_folder").run_requests
+        run(clean)
+        record = instance.event_log_storage.get_latest_asset_check_execution_by_key([CHECK])[CHECK]
+        assert record.status.value == "FAILED" and record.partition == "april.csv"
+        evaluation = record.event.dagster_event.event_specific_data
+        assert evaluation.severity == dg.AssetCheckSeverity.WARN  # the cleaned drop is written all the same
+        described = evaluation.description
+        found = re.search(r"departure: (\d+) of the module's (\d+) changes write a value the other rows of the same "
+                          r"flight contradict, e.g. '\d+:\d\d[ap]Dec 1' -> '\d+:\d\d [ap]\.m\.' where they hold",
+                          described)
+        assert found, described
+        assert int(found[1]) == 80 and int(found[2]) == 160  # the 80 glued times wrong, the 80 bare ones right
+        assert settings.cleaned_path("april.csv").exists()
+        residual = dg.AssetCheckKey(CLEANED, "residual_issues")
+        assert instance.event_log_storage.get_latest_asset_check_execution_by_key(
+            [residual])[residual].status.value == "SUCCEEDED"  # no dirt left to see: only the entity knows
+
+        # The drop goes back to learning, which takes the function out; the new version waits for review.
+        [teach] = tick("learn_on_residual").run_requests
+        assert teach.job_name == f"{NAME}_learn_from_drop" and teach.partition_key == "april.csv"
+        run(teach)
+        drive_learning(defs, instance, NAME)
+        registry = store.registry.load()
+        assert "unify_departure" not in [e.function.name for e in registry.entries]
+        [dropped] = [d for d in registry.dropped if d.name == "unify_departure"]
+        assert "other rows of the same flight contradict" in dropped.reason, dropped.reason
+        history = store.versions.load()
+        assert [(v.number, v.state) for v in history.versions] == [(1, "live"), (2, "proposed")]
+        live = cleaning_module_for(settings, None)[0]
+        assert live.read_text() == module_v1  # production still cleans with the reviewed version
+        assert "unify_departure" not in store.versions.module_path(2).read_text()
+    assert llm.requests, "the model was asked"
+
+
+def test_changes_that_agree_with_the_entity_pass_and_a_drop_without_entities_has_nothing_to_check(tmp_path):
+    march = pd.read_csv(flight_reports(tmp_path / "m.csv", 40, seed=5, glued=True), dtype=str)
+    bare_only = march.assign(departure=march["departure"].str.replace(r"^(\d+):(\d\d)([ap])$", r"\1:\2 \3.m.",
+                                                                        regex=True))
+    report = agreement_report(march, bare_only)
+    assert report.passed and report.entity == "flight" and report.cells_changed == 40
+    people = pd.DataFrame({"id": [str(i) for i in range(30)], "city": ["Oslo"] * 29 + ["Olso"]})
+    report = agreement_report(people, people.assign(city="Oslo"))
+    assert report.passed and report.entity is None and "nothing to check against" in report.describe()
