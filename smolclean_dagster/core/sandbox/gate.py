@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .errors import GateRejected
 
@@ -119,8 +120,13 @@ def check_module(code: str) -> None:
     prepare(code, module=True)
 
 
+@lru_cache(maxsize=512)
 def prepare(code: str, *, module: bool, entry: str | None = None) -> Program:
-    """Gate the code and decide what to call: `entry`, else the only function (or `clean` for a module)."""
+    """Gate the code and decide what to call: `entry`, else the only function (or `clean` for a module).
+
+    The verdict depends on the code alone, so a passed one is kept: learning runs the same functions and
+    modules many times (code that is rejected is screened again, and rejected again).
+    """
     if len(code) > MAX_CODE_CHARS + (MAIN_BLOCK_CHARS if module else 0):
         raise GateRejected([f"the code is {len(code)} characters long; keep it under {MAX_CODE_CHARS}"])
     try:
