@@ -67,13 +67,11 @@ def render_module(registry: Registry, *, with_main: bool = True) -> str:
         "    return df"
     )
     source = "\n\n\n".join(parts) + "\n"
-    if with_main:
-        source += main_block(module_filename(registry.dataset))
     try:
-        ast.parse(source)
+        ast.parse(source)  # the main block is ours, the same for every module, and parses
     except SyntaxError as exc:
         raise ExportError(f"the rendered module for {registry.dataset!r} does not parse: {exc}") from exc
-    return source
+    return source + main_block(module_filename(registry.dataset)) if with_main else source
 
 
 def _read_only_constants(body: str) -> str:

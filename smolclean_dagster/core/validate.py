@@ -12,6 +12,7 @@ from typing import Protocol
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import infer_dtype
 
 from .functions import CleaningFunction, columns_in_code
 from .profile import is_null_token
@@ -58,12 +59,16 @@ class Verdict:
 
 def as_text(df: pd.DataFrame) -> pd.DataFrame:
     """The frame with every cell as text or None, so frames of any dtype compare cell by cell."""
+    cells = df.astype(object).where(df.notna(), None).to_numpy(dtype=object)
     out = {}
-    for col in df.columns:
-        s = df[col]
-        values = s.astype(object).where(s.notna(), None)
-        out[col] = [v if v is None or isinstance(v, str) else _scalar_text(v) for v in values]
-    return pd.DataFrame(out, columns=list(df.columns), dtype=object)
+    for j, col in enumerate(df.columns):
+        values = cells[:, j]
+        if infer_dtype(values, skipna=True) not in ("string", "empty"):  # most columns are text and None already
+            values = [v if v is None or isinstance(v, str) else _scalar_text(v) for v in values]
+        out[j] = values
+    text = pd.DataFrame(out, dtype=object)
+    text.columns = list(df.columns)
+    return text
 
 
 def _scalar_text(v: object) -> str:
