@@ -68,7 +68,7 @@ def registry_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDefinition
         # A learning run always ends with a module: what breaks a blocking check on held-out rows is taken out.
         # So is a function whose changes over the learned drops' rows the entity's other rows contradict: one
         # learned from an earlier drop may meet forms there it never saw (core/agreement.py).
-        for keep in (partial(keep_what_holds, holdout=_holdout_rows(store)), partial(keep_what_agrees, drops=drops)):
+        for keep in (partial(keep_what_holds, holdout=_holdout_rows(store)), partial(keep_what_agrees, drops=drops, instructions=s.instructions)):
             kept, dropped = keep(published, runner=smolclean_sandbox.get())
             if dropped:
                 for d in dropped:

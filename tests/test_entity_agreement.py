@@ -17,6 +17,9 @@ from llm_server import ScriptedLLM, reply
 from learning_ticks import drive_learning
 from smolclean_dagster import DatasetSettings, build_defs
 from smolclean_dagster.core.agreement import agreement_report
+from smolclean_dagster.core.functions import CleaningFunction
+from smolclean_dagster.core.quality import keep_what_agrees
+from smolclean_dagster.core.registry import Provenance, Registry, RegistryEntry
 from smolclean_dagster.core.storage import DatasetStore
 from smolclean_dagster.learning import learn
 from smolclean_dagster.live_module import cleaning_module_for
@@ -70,8 +73,9 @@ def test_a_function_whose_changes_on_the_next_drop_the_entity_contradicts_fails_
         # the first question gets the function; every later one finds nothing more to do
         asked.append(recorded.prompt)
         if len(asked) == 1:
-            return reply(f"<issues>\n- departure: several forms\n</issues>\n<code>\n```python\n{UNIFY_DEPARTURE}```\n"
-                         "</code>\n<status>needs_more_work</status>")
+            return reply("<plan>\n- departure: write every time in the usual form\n</plan>\n"
+                         f"<issues>\n- departure: several forms\n</issues>\n<code>\n```python\n{UNIFY_DEPARTURE}```\n"
+                         "</code>\n<serves>1</serves>\n<status>needs_more_work</status>")
         return reply("<issues>\n</issues>\n<status>clean</status>")
 
     with ScriptedLLM(responder=model) as llm, dg.instance_for_test() as instance:
@@ -80,7 +84,9 @@ def test_a_function_whose_changes_on_the_next_drop_the_entity_contradicts_fails_
                                    chunk_budget=2)
         first = learn(settings, flight_reports(tmp_path / "march.csv", 80, seed=3, glued=False), instance)
         store = DatasetStore(settings.storage_dir, NAME)
-        assert [e.function.name for e in store.registry.load().entries] == ["unify_departure"]
+        [entry] = store.registry.load().entries
+        # it serves the model's own plan, which is no permission to write values the entity contradicts
+        assert entry.function.name == "unify_departure" and entry.serves
         module_v1 = first.module.read_text()
 
         defs = build_defs(settings)
@@ -145,3 +151,17 @@ def test_changes_that_agree_with_the_entity_pass_and_a_drop_without_entities_has
     people = pd.DataFrame({"id": [str(i) for i in range(30)], "city": ["Oslo"] * 29 + ["Olso"]})
     report = agreement_report(people, people.assign(city="Oslo"))
     assert report.passed and report.entity is None and "nothing to check against" in report.describe()
+
+
+def test_learning_keeps_a_function_the_users_words_ask_for_and_judges_the_models_own_plan(tmp_path, sandbox):
+    april = pd.read_csv(flight_reports(tmp_path / "april.csv", 60, seed=6, glued=True), dtype=str)
+    asked = "Write every departure time as 7:16 a.m., whatever the source wrote."
+    entry = RegistryEntry(function=CleaningFunction.from_code(UNIFY_DEPARTURE),
+                          provenance=Provenance(drop="march.csv", chunk="c0", step=1, analyst="llm"), serves=(asked,))
+    registry = Registry(dataset=NAME).with_entry(entry)
+    kept, dropped = keep_what_agrees(registry, {"april.csv": april}, sandbox, instructions=asked)
+    assert kept is registry and dropped == ()  # the user asked for it: their words win
+    kept, [dropped] = keep_what_agrees(registry, {"april.csv": april}, sandbox)  # the same words as its own plan
+    assert kept.entries == () and kept.version == registry.version + 1 and kept.dropped == (dropped,)
+    assert dropped.reason.startswith("on the rows of april.csv, in departure, 60 of its 120 changes write a value the "
+                                     "other rows of the same flight contradict"), dropped.reason

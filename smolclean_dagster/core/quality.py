@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from . import harm
 from .entities import entity_keys
 from .export import render_module
+from .instructions import split_instructions
 from .profile import detect_issues
 from .registry import DroppedFunction, Registry
 from .validate import CodeRunner, as_text, changed_cells, frames_equal
@@ -243,7 +244,7 @@ def keep_what_holds(registry: Registry, holdout: pd.DataFrame, runner: CodeRunne
     return pruned, tuple(dropped)
 
 
-def keep_what_agrees(registry: Registry, drops: dict[str, pd.DataFrame], runner: CodeRunner, *,
+def keep_what_agrees(registry: Registry, drops: dict[str, pd.DataFrame], runner: CodeRunner, *, instructions: str = "",
                      timeout_s: float = 60.0) -> tuple[Registry, tuple[DroppedFunction, ...]]:
     """The registry without the functions whose changes over the rows of a learned drop (`drops`: its name ->
     its reference rows) write, in some column, values the other rows of their entity contradict
@@ -253,14 +254,16 @@ def keep_what_agrees(registry: Registry, drops: dict[str, pd.DataFrame], runner:
     ("7:02aDec 1" in a column that only held "7:02a"), and the function may fix their form into the wrong value.
     Learning from that drop takes it out here. Each drop is judged on its own rows (a flight of one day is not
     the same flight the next day), by the entity the drop names as read. A function serving the user's
-    instructions stays: their words win. The module runs once per drop; only when one of its columns fails is
-    each function run on its own, in module order, to name which.
+    `instructions` stays: their words win (an item of the model's own plan is no such permission). The module
+    runs once per drop; only when one of its columns fails is each function run on its own, in module order, to
+    name which.
 
     Example:
         >>> kept, dropped = keep_what_agrees(registry, {"april.csv": april_rows}, sandbox)   # doctest: +SKIP
         >>> [d.name for d in dropped]                                                        # doctest: +SKIP
         ['unify_departure']
     """
+    asked = {item.text for item in split_instructions(instructions)}
     dropped: list[DroppedFunction] = []
     for drop, rows in drops.items():
         keys = entity_keys(rows) if not rows.empty else {}  # the entity is the drop's: no function decides it
@@ -276,7 +279,8 @@ def keep_what_agrees(registry: Registry, drops: dict[str, pd.DataFrame], runner:
         for entry in kept:
             fn = entry.function
             after = runner.run(fn.code, rows, entry=fn.name, timeout_s=timeout_s).reset_index(drop=True)
-            found = harm.contradictions(rows, after, keys) if len(after) == len(rows) and not entry.serves else ()
+            judged = len(after) == len(rows) and not asked.intersection(entry.serves)
+            found = harm.contradictions(rows, after, keys) if judged else ()
             if found:
                 why = harm.Harm(contradicted=found).describe()
                 dropped.append(DroppedFunction(name=fn.name, reason=f"on the rows of {drop}, {why}"))
