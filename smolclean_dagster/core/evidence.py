@@ -30,7 +30,7 @@ from rapidfuzz.distance import Levenshtein
 
 from .detectors import dependencies
 from .detectors.cells import is_null_token, without_stray
-from .harm import shape
+from .detectors.cells import shape
 
 #: A value on at most this many rows is rare; one on at least FREQUENT_ROWS rows (and RATIO times the rare
 #: one's) is frequent enough to be what was meant.

@@ -37,7 +37,6 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
@@ -46,7 +45,7 @@ import pandas as pd
 from .detectors.boolean_spellings import SPELLINGS
 from .detectors.case_variants import KEEP_CELLS
 from .detectors import number_format
-from .detectors.cells import is_null_token
+from .detectors.cells import DOMINANT_SHAPE, is_null_token, shape
 from .entities import contradicted
 from .validate import as_text, changed_cells
 
@@ -54,8 +53,6 @@ from .validate import as_text, changed_cells
 COMMON_CELLS = 3
 #: ... unless the value it becomes is held by this many times more rows (a frequent typo stays a typo).
 RARER = 5
-#: A shape is the column's dominant form when this share of its cells have it.
-DOMINANT_SHAPE = 0.6
 #: A function is harmful when more than this share of the cells it changes held valid-looking values ...
 HARM_SHARE = 0.5
 #: ... and at least this many: one or two are not evidence.
@@ -67,23 +64,6 @@ CONTRADICTED_SHARE = 0.2
 WHERE_VALUES = 50
 #: Before -> after pairs kept to show the reader.
 MAX_PAIRS = 10
-
-_DIGITS = re.compile(r"\d+")
-_UPPER = re.compile(r"[^\W\d_a-z]+")  # runs of letters that are not lower case ASCII (upper and foreign)
-_LOWER = re.compile(r"[a-z]+")
-
-
-def shape(value: str) -> str:
-    """A value's form: digit runs as 9, letter runs as A (capital first) or a, the rest as written.
-
-    Example:
-        >>> shape("2012/01/01"), shape("2012-01-01"), shape("0.05%"), shape("New York")
-        ('9/9/9', '9-9-9', '9.9%', 'Aa Aa')
-    """
-    out = _DIGITS.sub("9", value)
-    out = _UPPER.sub("A", out)
-    return _LOWER.sub("a", out)
-
 
 @dataclass(frozen=True)
 class ValueCounts:

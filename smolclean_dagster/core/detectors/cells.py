@@ -65,6 +65,25 @@ def value_shape(value: str) -> str:
     return "".join("9" if c.isdigit() else ("A" if c.isupper() else "a") if c.isalpha() else c for c in shape)
 
 
+#: A shape (`shape`) is a column's dominant form when this share of its cells have it.
+DOMINANT_SHAPE = 0.6
+_DIGITS = re.compile(r"\d+")
+_UPPER = re.compile(r"[^\W\d_a-z]+")  # runs of letters that are not lower case ASCII (upper and foreign)
+_LOWER = re.compile(r"[a-z]+")
+
+
+def shape(value: str) -> str:
+    """A value's form: digit runs as 9, letter runs as A (capital first) or a, the rest as written.
+
+    Example:
+        >>> shape("2012/01/01"), shape("2012-01-01"), shape("0.05%"), shape("New York")
+        ('9/9/9', '9-9-9', '9.9%', 'Aa Aa')
+    """
+    out = _DIGITS.sub("9", value)
+    out = _UPPER.sub("A", out)
+    return _LOWER.sub("a", out)
+
+
 def without_stray(value: str, letters: Collection[str]) -> str:
     """`value` without its stray characters: those beyond ASCII that are not among `letters` (case-folded), the
     letters the column's established values use.

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..findings import Finding
-from .cells import NULL_TOKENS, top_examples
+from .cells import DOMINANT_SHAPE, NULL_TOKENS, shape, top_examples
 
 KIND = "dependency_violations"
 
@@ -277,10 +277,24 @@ def _dependency(a, b, codes, values, *, weights=None, source=None) -> Dependency
     constant_share = 1 - np.bincount(filled).max() / len(filled)  # rows off B's most common value
     if 1 - agree > MAX_VIOLATION_RATIO * constant_share:
         return None
+    # A key's usual value out of the column's own form ("8:41aDec 1" where the column reads "8:41 a.m.") is no
+    # value to write: a dependency says what a value is, not how it is written.
+    clear &= _in_form(values[b], cb)[top_value]
     mapping = {str(values[a][k]): str(values[b][v]) for k, v in zip(keys[clear], top_value[clear])}
     strong = tuple(sorted(str(values[a][k]) for k in keys[clear & (rows >= STRONG_SUPPORT)]))
     weight = {str(values[a][k]): float(w) for k, w in zip(keys[clear], support[clear])}
     return Dependency(a, b, dict(sorted(mapping.items())), round(float(agree), 4), source, strong, weight)
+
+
+def _in_form(values, codes: np.ndarray) -> np.ndarray:
+    """Per value of a column: whether it is written in the column's dominant form (every value is, when no form
+    is dominant)."""
+    shapes = pd.Series([shape(str(v)) for v in values])
+    rows = np.bincount(codes[codes >= 0], minlength=len(values))
+    per_shape = pd.Series(rows).groupby(shapes).sum()
+    if per_shape.empty or per_shape.max() < DOMINANT_SHAPE * rows.sum():
+        return np.ones(len(values), dtype=bool)
+    return (shapes == per_shape.idxmax()).to_numpy()
 
 
 def _entities(determinants, codes, values, plain) -> dict[str, str]:
