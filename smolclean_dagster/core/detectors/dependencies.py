@@ -277,9 +277,11 @@ def _dependency(a, b, codes, values, *, weights=None, source=None) -> Dependency
     constant_share = 1 - np.bincount(filled).max() / len(filled)  # rows off B's most common value
     if 1 - agree > MAX_VIOLATION_RATIO * constant_share:
         return None
-    # A key's usual value out of the column's own form ("8:41aDec 1" where the column reads "8:41 a.m.") is no
-    # value to write: a dependency says what a value is, not how it is written.
-    clear &= _in_form(values[b], cb)[top_value]
+    # A key whose usual value is out of the column's own form while its runner-up is in it ("8:41aDec 1" from two
+    # sources, "8:41 a.m." from five that copy each other, where the column reads "8:41 a.m.") repairs nothing: a
+    # dependency says what a value is, not how it is written. (A city of two words where most are one is no form.)
+    in_form = _in_form(values[b], cb)
+    clear &= in_form[top_value] | ~((second_value >= 0) & in_form[np.maximum(second_value, 0)])
     mapping = {str(values[a][k]): str(values[b][v]) for k, v in zip(keys[clear], top_value[clear])}
     strong = tuple(sorted(str(values[a][k]) for k in keys[clear & (rows >= STRONG_SUPPORT)]))
     weight = {str(values[a][k]): float(w) for k, w in zip(keys[clear], support[clear])}
