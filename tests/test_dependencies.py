@@ -171,3 +171,23 @@ def test_docstring_examples_hold():
     import doctest
 
     assert doctest.testmod(dependencies).failed == 0
+
+
+def test_a_key_whose_usual_value_is_out_of_the_columns_form_repairs_nothing_and_a_two_word_city_is_no_form():
+    # most reports of flight UA-9 glue a date on ("8:41aDec 1"), where every other flight's time reads "7:16 a.m.":
+    # the dependency knows the time, not how to write it, so it does not write the glued form over "8:41 a.m."
+    rows = [(f"AA-{i}", f"{1 + i % 12}:{10 + i} {'ap'[i % 2]}.m.") for i in range(30) for _ in range(8)]
+    rows += [("UA-9", "8:41aDec 1")] * 7 + [("UA-9", "8:41 a.m.")] * 2
+    df = pd.DataFrame(rows, columns=["flight", "departure"], dtype=object)
+    typo = df.index[df["flight"] == "AA-3"][0]
+    df.loc[typo, "departure"] = "4:31 a.m."
+    fixed = dependencies.repair(df, dependencies.learn(df))
+    assert (fixed["departure"][df["flight"] == "UA-9"] == df["departure"][df["flight"] == "UA-9"]).all()
+    assert fixed.loc[typo, "departure"] == "4:13 p.m." and (fixed != df).sum().sum() == 1
+    # "San Diego" is two words where most cities are one: that is no form, and its typo is repaired
+    places = [(f"{90000 + i}", f"Town{i}") for i in range(30)] + [("92101", "San Diego")]
+    df = pd.DataFrame([p for p in places for _ in range(8)], columns=["zip", "city"], dtype=object)
+    typo = df.index[df["city"] == "San Diego"][0]
+    df.loc[typo, "city"] = "San Deigo"
+    fixed = dependencies.repair(df, dependencies.learn(df))
+    assert fixed.loc[typo, "city"] == "San Diego" and (fixed != df).sum().sum() == 1
