@@ -63,7 +63,17 @@ def workdir_instance(workdir: Path) -> dg.DagsterInstance:
     config = home / "dagster.yaml"
     if not config.exists():
         config.write_text(_DAGSTER_YAML, encoding="utf-8")
-    return dg.DagsterInstance.from_config(str(home))
+    instance = dg.DagsterInstance.from_config(str(home))
+    storage = instance.event_log_storage
+    if hasattr(storage, "index_connection") and not storage.has_table("dynamic_partitions"):
+        # A process killed while the storage was being created can leave it without some tables; make the
+        # missing ones (only those: nothing stored is touched), rather than stop every later run with "run
+        # `dagster instance migrate`".
+        from dagster._core.storage.event_log.schema import SqlEventLogStorageMetadata
+
+        with storage.index_connection() as connection:
+            SqlEventLogStorageMetadata.create_all(connection)
+    return instance
 
 
 @dataclass(frozen=True)

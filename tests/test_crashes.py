@@ -43,3 +43,19 @@ def test_a_run_killed_at_a_random_moment_resumes_to_the_same_module(uninterrupte
     assert not t.chunks_redone, f"finished chunks ran again: {t.chunks_redone}"
     assert t.same_functions and t.same_module, t.error
     assert t.same_cleaned
+
+
+def test_a_workdir_whose_storage_was_cut_off_while_being_created_is_completed_when_opened(tmp_path):
+    # A kill in the first second of `smolclean learn` can leave the instance's storage without some tables; the
+    # next run must not stop with "run `dagster instance migrate`".
+    import sqlite3
+
+    from smolclean_dagster.learning import workdir_instance
+
+    workdir_instance(tmp_path).add_dynamic_partitions("people_drops", ["may.csv"])
+    index = tmp_path / "dagster_home" / "history" / "runs" / "index.db"
+    with sqlite3.connect(index) as db:
+        db.execute("DROP TABLE dynamic_partitions")
+    instance = workdir_instance(tmp_path)
+    instance.add_dynamic_partitions("people_drops", ["june.csv"])
+    assert instance.has_dynamic_partition("people_drops", "june.csv")

@@ -449,26 +449,3 @@ def test_a_model_function_stripping_the_unit_off_rounded_numbers_is_sent_back(ll
                      verdicts[0].reason), verdicts[0].reason
     assert store.load().entries == ()
 
-
-ISO_DATES = '''import pandas as pd
-
-
-def dates_to_iso(df: pd.DataFrame) -> pd.DataFrame:
-    """Write `signed` as ISO 8601 ("2012/01/31" -> "2012-01-31")."""
-    df = df.copy()
-    df["signed"] = df["signed"].str.replace(r"^(\\d{4})/(\\d{2})/(\\d{2})$", r"\\1-\\2-\\3", regex=True)
-    return df
-'''
-
-
-def test_without_instructions_a_model_function_moving_values_out_of_their_columns_form_is_sent_back(
-        llm, tmp_path, sandbox):
-    # every date reads "2012/01/31": ISO is what a user may ask for, not a fix; no value here is wrong
-    rng = random.Random(4)
-    drop = pd.DataFrame({"id": [str(i) for i in range(300)],
-                         "signed": [f"20{rng.randint(10, 19)}/{rng.randint(1, 12):02d}/{rng.randint(1, 28):02d}"
-                                    for _ in range(300)]}, dtype=object)
-    proposes(llm, "signed: dates not in ISO 8601", ISO_DATES)
-    verdict, store = first_verdict(drop, llm, tmp_path, sandbox)
-    assert not verdict.accepted and "would do harm" in verdict.reason, verdict.reason
-    assert "in the column's usual form" in verdict.reason and store.load().entries == ()

@@ -310,10 +310,9 @@ def _harm_or_conflict(fn: CleaningFunction, registry: Registry, holdout: pd.Data
         return None
     after = runner.run(fn.code, holdout, entry=fn.name, timeout_s=settings.timeout_s)
     drop = _drop_as_cleaned(registry, reference, cleaned)
-    # With the user's instructions the gate judges values only: they may ask for a form the column does not use
-    # yet. Without them the target of a fix is the column's own form, so a value moved out of it is harm too
-    # ("8:41 a.m." -> "8:41aDec 1" where most times read "8:41 a.m.").
-    damage = harm.estimate(holdout, after, drop.counts, forms=not settings.items)
+    # The gate judges values; a value moved out of its column's usual form is counted in the report's table
+    # (validation) but not sent back here: the prompt's default already asks for the column's own form.
+    damage = harm.estimate(holdout, after, drop.counts, forms=False)
     if not damage.harmful and not asked and drop.keys:
         # the entity's other rows are judged over the whole drop: the held-out rows hold few of each entity
         whole = runner.run(fn.code, drop.rows, entry=fn.name, timeout_s=settings.timeout_s)
