@@ -1,6 +1,6 @@
-"""The daemon's part in a learning run started in a deployment, done in this process: tick the sensor
-`<name>_learning` as the daemon does (cursor kept, asset events reported) and run the runs it requests, until it
-requests none. Nothing of this is part of smolclean."""
+"""The daemon's part in a deployment, done in this process: tick the sensor `<name>_learning` as the daemon does
+(cursor kept, asset events reported) and run the runs it requests, until it requests none (`drive_learning`); tick
+any sensor and run what it requests (`Daemon`). Nothing of this is part of smolclean."""
 
 from __future__ import annotations
 
@@ -37,3 +37,25 @@ def drive_learning(defs: dg.Definitions, instance: dg.DagsterInstance, dataset: 
             defs.resolve_job_def(request.job_name).execute_in_process(
                 instance=instance, partition_key=request.partition_key, tags=request.tags, raise_on_error=False)
     raise AssertionError(f"the learning of {dataset!r} did not end within {MAX_TICKS} ticks")
+
+
+class Daemon:
+    """A deployment's sensors ticked as the daemon ticks them (each keeps its cursor, requested partitions are
+    added) and the runs they request executed in this process."""
+
+    def __init__(self, defs: dg.Definitions, instance: dg.DagsterInstance) -> None:
+        self.defs, self.instance = defs, instance
+        self.cursors: dict[str, str | None] = {}
+
+    def tick(self, sensor: str) -> dg.SensorResult:
+        context = dg.build_sensor_context(instance=self.instance, cursor=self.cursors.get(sensor))
+        result = self.defs.resolve_sensor_def(sensor)(context)
+        self.cursors[sensor] = result.cursor
+        for request in result.dynamic_partitions_requests or []:
+            self.instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+        return result
+
+    def run(self, request: dg.RunRequest) -> None:
+        job = self.defs.resolve_job_def(request.job_name)
+        assert job.execute_in_process(instance=self.instance, partition_key=request.partition_key,
+                                      tags=request.tags).success

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from llm_server import ScriptedLLM, reply
-from learning_ticks import drive_learning
+from learning_ticks import Daemon, drive_learning
 from smolclean_dagster import DatasetSettings, build_defs
 from smolclean_dagster.core.agreement import agreement_report
 from smolclean_dagster.core.functions import CleaningFunction
@@ -90,20 +90,11 @@ def test_a_function_whose_changes_on_the_next_drop_the_entity_contradicts_fails_
         module_v1 = first.module.read_text()
 
         defs = build_defs(settings)
-        cursors: dict[str, str | None] = {}
+        daemon = Daemon(defs, instance)
+        run = daemon.run
 
         def tick(sensor: str) -> dg.SensorResult:
-            name = f"{NAME}_{sensor}"
-            result = defs.resolve_sensor_def(name)(dg.build_sensor_context(instance=instance, cursor=cursors.get(name)))
-            cursors[name] = result.cursor
-            for r in result.dynamic_partitions_requests or []:
-                instance.add_dynamic_partitions(r.partitions_def_name, list(r.partition_keys))
-            return result
-
-        def run(request: dg.RunRequest) -> None:
-            job = defs.resolve_job_def(request.job_name)
-            assert job.execute_in_process(instance=instance, partition_key=request.partition_key,
-                                          tags=request.tags).success
+            return daemon.tick(f"{NAME}_{sensor}")
 
         # April brings a source the module never saw: its glued times become the usual form, with its own time.
         april = flight_reports(settings.drops_dir / "april.csv", 80, seed=4, glued=True)

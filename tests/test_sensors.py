@@ -17,7 +17,7 @@ from smolclean_dagster.core.storage import DatasetStore
 from smolclean_dagster.core.watch import FileState, probe_drop
 from smolclean_dagster.drop_runs import LEARNED_FROM_TAG
 
-from learning_ticks import drive_learning
+from learning_ticks import Daemon, drive_learning
 from test_apply import MODULE
 
 NAME = "people"
@@ -321,18 +321,8 @@ def test_new_dirt_in_a_drop_teaches_the_agent_a_new_module_version(tmp_path, ins
     module = first.module
     version = read_module_version(module.read_text())
     defs = build_defs(settings)
-    cursors: dict[str, str | None] = {}
-
-    def tick(sensor: str) -> dg.SensorResult:
-        result = defs.resolve_sensor_def(sensor)(dg.build_sensor_context(instance=instance, cursor=cursors.get(sensor)))
-        cursors[sensor] = result.cursor
-        for r in result.dynamic_partitions_requests or []:
-            instance.add_dynamic_partitions(r.partitions_def_name, list(r.partition_keys))
-        return result
-
-    def run(request: dg.RunRequest) -> None:
-        job = defs.resolve_job_def(request.job_name)
-        assert job.execute_in_process(instance=instance, partition_key=request.partition_key, tags=request.tags).success
+    daemon = Daemon(defs, instance)
+    tick, run = daemon.tick, daemon.run
 
     tick("shipments_learn_on_residual")  # the learned drop passes: nothing to do
     _shipments(settings.drops_dir / "april.csv", 1000, status=True)
