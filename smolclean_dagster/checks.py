@@ -79,9 +79,12 @@ def cleaned_check_results(result: ApplyResult, threshold: float,
 
 def agreement_metadata(agreement: AgreementReport) -> dict[str, dg.MetadataValue]:
     """What the entity check saw, for the check and the cleaned drop's materialization."""
+    if agreement.entity is None:  # nothing was compared
+        return {"rows_checked": dg.MetadataValue.int(agreement.rows_checked),
+                "entity_column": dg.MetadataValue.text("none found")}
     return {
         "rows_checked": dg.MetadataValue.int(agreement.rows_checked),
-        "entity_column": dg.MetadataValue.text(agreement.entity or "none found"),
+        "entity_column": dg.MetadataValue.text(agreement.entity),
         "cells_changed": dg.MetadataValue.int(agreement.cells_changed),
         "cells_contradicted": dg.MetadataValue.int(agreement.contradicted),
         "columns": dg.MetadataValue.md("\n".join(f"- {c.describe()}" for c in agreement.columns) or "none"),

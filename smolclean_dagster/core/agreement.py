@@ -88,12 +88,14 @@ class AgreementReport(BaseModel):
         return "; ".join(c.describe() for c in self.columns)
 
 
-def agreement_report(before: pd.DataFrame, after: pd.DataFrame) -> AgreementReport:
-    """The entity check of `after`, the module's output for the rows `before` (same rows, same order)."""
+def agreement_report(before: pd.DataFrame, after: pd.DataFrame, keys: dict[str, str] | None = None) -> AgreementReport:
+    """The entity check of `after`, the module's output for the rows `before` (same rows, same order); `keys`:
+    the drop's entity columns (`entity_keys(before)`), when known."""
     if len(before) != len(after):
         return AgreementReport(rows_checked=len(before),
                                note=f"the module returned {len(after)} rows for {len(before)}: no cell to compare")
-    keys = entity_keys(before) if len(before) else {}  # the drop's entity, as read
+    if keys is None:
+        keys = entity_keys(before) if len(before) else {}  # the drop's entity, as read
     entity = next(iter(keys.values()), None)
     changed = 0
     if len(after):
@@ -111,10 +113,13 @@ def agreement_report(before: pd.DataFrame, after: pd.DataFrame) -> AgreementRepo
 def check_drop(module_source: str, path: Path | str, runner: CodeRunner, *, rows: int = CHECK_ROWS,
                timeout_s: float = 120.0) -> AgreementReport:
     """The entity check of a drop cleaned by `module_source`: its first `rows` rows cleaned again in the sandbox
-    and compared with what they were."""
+    and compared with what they were (not cleaned again when no column of them names an entity)."""
     first = next(iter_batches(path, rows), None)
     if first is None or first.empty:
         return AgreementReport(note="the drop holds no rows")
     first = first.reset_index(drop=True)
+    keys = entity_keys(first)
+    if not keys:  # nothing to check against: the rows are not cleaned again
+        return AgreementReport(rows_checked=len(first))
     after = runner.run(module_source, first, entry="clean", module=True, timeout_s=timeout_s)
-    return agreement_report(first, after.reset_index(drop=True))
+    return agreement_report(first, after.reset_index(drop=True), keys)
