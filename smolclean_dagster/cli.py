@@ -199,7 +199,6 @@ def _learn_settings(args: argparse.Namespace):
 
 
 def _apply(args: argparse.Namespace) -> int:
-    from .core.agreement import check_drop
     from .core.apply import apply_module, read_module_version
     from .sandbox import Sandbox
 
@@ -229,6 +228,8 @@ def _apply(args: argparse.Namespace) -> int:
                 args.module.read_text(encoding="utf-8"), args.file, args.output, sandbox=sandbox,
                 batch_size=args.batch_size, workers=args.workers, on_batch=progress.update,
             )
+        from .core.agreement import check_drop  # loads pandas: once the cleaning is done and its workers gone
+
         agreement = check_drop(args.module.read_text(encoding="utf-8"), args.file, sandbox)
     finally:
         sandbox.close()

@@ -39,6 +39,8 @@ from .validate import CodeRunner
 
 #: Rows of a cleaned drop the check reads: its first ones, so that an entity's rows are seen together.
 CHECK_ROWS = 20_000
+#: Rows the entity column is looked for in first: a drop without one is not read further.
+PROBE_ROWS = 5_000
 
 
 class Disagreement(BaseModel):
@@ -114,12 +116,15 @@ def check_drop(module_source: str, path: Path | str, runner: CodeRunner, *, rows
                timeout_s: float = 120.0) -> AgreementReport:
     """The entity check of a drop cleaned by `module_source`: its first `rows` rows cleaned again in the sandbox
     and compared with what they were (not cleaned again when no column of them names an entity)."""
-    first = next(iter_batches(path, rows), None)
-    if first is None or first.empty:
+    probe = next(iter_batches(path, min(rows, PROBE_ROWS)), None)
+    if probe is None or probe.empty:
         return AgreementReport(note="the drop holds no rows")
+    if not entity_keys(probe):  # nothing to check against: the rows are not read further nor cleaned again
+        return AgreementReport(rows_checked=len(probe))
+    first = next(iter_batches(path, rows)).reset_index(drop=True) if len(probe) >= PROBE_ROWS else probe
     first = first.reset_index(drop=True)
     keys = entity_keys(first)
-    if not keys:  # nothing to check against: the rows are not cleaned again
+    if not keys:
         return AgreementReport(rows_checked=len(first))
     after = runner.run(module_source, first, entry="clean", module=True, timeout_s=timeout_s)
     return agreement_report(first, after.reset_index(drop=True), keys)
