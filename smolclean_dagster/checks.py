@@ -11,7 +11,7 @@ import warnings
 
 import dagster as dg
 
-from .core.agreement import CHECK_ROWS, AgreementReport
+from .core.agreement import CHECK_ROWS, AgreementReport, describe
 from .core.apply import ApplyResult
 from .metadata import findings_metadata
 
@@ -87,5 +87,5 @@ def agreement_metadata(agreement: AgreementReport) -> dict[str, dg.MetadataValue
         "entity_column": dg.MetadataValue.text(agreement.entity),
         "cells_changed": dg.MetadataValue.int(agreement.cells_changed),
         "cells_contradicted": dg.MetadataValue.int(agreement.contradicted),
-        "columns": dg.MetadataValue.md("\n".join(f"- {c.describe()}" for c in agreement.columns) or "none"),
+        "columns": dg.MetadataValue.md("\n".join(f"- {describe(c)}" for c in agreement.columns) or "none"),
     }

@@ -228,7 +228,7 @@ def _apply(args: argparse.Namespace) -> int:
                 args.module.read_text(encoding="utf-8"), args.file, args.output, sandbox=sandbox,
                 batch_size=args.batch_size, workers=args.workers, on_batch=progress.update,
             )
-        from .core.agreement import check_drop  # loads pandas: once the cleaning is done and its workers gone
+        from .core.agreement import check_drop, describe  # loads pandas: once the cleaning is done and its workers gone
 
         agreement = check_drop(args.module.read_text(encoding="utf-8"), args.file, sandbox)
     finally:
@@ -245,7 +245,7 @@ def _apply(args: argparse.Namespace) -> int:
         print(f"entity check: FAILED: the other rows of the same entity contradict what the module wrote (in the first "
               f"{agreement.rows_checked} rows); learn from this file to take out the function that did it, then review "
               "the new version"
-              + "".join(f"\n  {c.describe()}" for c in agreement.columns))
+              + "".join(f"\n  {describe(c)}" for c in agreement.columns))
     return 0
 
 

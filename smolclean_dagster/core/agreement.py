@@ -10,8 +10,8 @@ entity's other rows contradict, the rule the learning gate sends functions back 
 The check reads the drop's first `CHECK_ROWS` rows (an entity's rows must be seen together, so not a spread
 sample) and cleans them once more in the sandbox, so it sees exactly what `clean()` did, whatever the output
 format. The cleaned drop stays as written: the module's result for a row never depends on its batch. What the
-check does is say so (a warning in the UI, a line from `smolclean clean`) and let learning from the drop take
-out the function that did it (`entity_disagreements`, run when a learning publishes its registry).
+check does is say so (a warning in the UI, a line from `smolclean apply`) and let learning from the drop take
+out the function that did it (`quality.keep_what_agrees`, run when a learning publishes its registry).
 
 Example:
     >>> import pandas as pd
@@ -35,29 +35,12 @@ from pydantic import BaseModel, ConfigDict
 from . import harm
 from .drops import iter_batches
 from .entities import entity_keys
-from .validate import CodeRunner
+from .validate import CodeRunner, changed_cells
 
 #: Rows of a cleaned drop the check reads: its first ones, so that an entity's rows are seen together.
 CHECK_ROWS = 20_000
 #: Rows the entity column is looked for in first: a drop without one is not read further.
 PROBE_ROWS = 5_000
-
-
-class Disagreement(BaseModel):
-    """A column where many of the module's changes write a value the other rows of their entity contradict."""
-
-    model_config = ConfigDict(frozen=True)
-
-    column: str
-    key: str
-    cells: int
-    changed: int
-    example: tuple[str, str, str]  # (before, after, the value the entity's other rows hold)
-
-    def describe(self) -> str:
-        before, after, theirs = self.example
-        return (f"{self.column}: {self.cells} of the module's {self.changed} changes write a value the other rows of "
-                f"the same {self.key} contradict, e.g. {before!r} -> {after!r} where they hold {theirs!r}")
 
 
 class AgreementReport(BaseModel):
@@ -68,7 +51,7 @@ class AgreementReport(BaseModel):
     rows_checked: int = 0
     entity: str | None = None
     cells_changed: int = 0
-    columns: tuple[Disagreement, ...] = ()
+    columns: tuple[harm.Contradicted, ...] = ()
     note: str = ""  # why nothing could be checked, when nothing could
 
     @property
@@ -87,7 +70,14 @@ class AgreementReport(BaseModel):
         if self.passed:
             return (f"the module's {self.cells_changed} changes in the first {self.rows_checked} rows agree with the "
                     f"other rows of their {self.entity}")
-        return "; ".join(c.describe() for c in self.columns)
+        return "; ".join(describe(c) for c in self.columns)
+
+
+def describe(c: harm.Contradicted) -> str:
+    """One column the check failed on, in words."""
+    before, after, theirs = c.example
+    return (f"{c.column}: {c.cells} of the module's {c.changed} changes write a value the other rows of the same "
+            f"{c.key} contradict, e.g. {before!r} -> {after!r} where they hold {theirs!r}")
 
 
 def agreement_report(before: pd.DataFrame, after: pd.DataFrame, keys: dict[str, str] | None = None) -> AgreementReport:
@@ -98,18 +88,9 @@ def agreement_report(before: pd.DataFrame, after: pd.DataFrame, keys: dict[str, 
                                note=f"the module returned {len(after)} rows for {len(before)}: no cell to compare")
     if keys is None:
         keys = entity_keys(before) if len(before) else {}  # the drop's entity, as read
-    entity = next(iter(keys.values()), None)
-    changed = 0
-    if len(after):
-        from .validate import changed_cells
-
-        changed = int(changed_cells(before.reset_index(drop=True), after.reset_index(drop=True)).to_numpy().sum())
-    found = harm.contradictions(before, after, keys) if keys else ()
-    return AgreementReport(
-        rows_checked=len(before), entity=entity, cells_changed=changed,
-        columns=tuple(Disagreement(column=c.column, key=c.key, cells=c.cells, changed=c.changed, example=c.example)
-                      for c in found),
-    )
+    changed = changed_cells(before.reset_index(drop=True), after.reset_index(drop=True)).to_numpy().sum()
+    return AgreementReport(rows_checked=len(before), entity=next(iter(keys.values()), None), cells_changed=int(changed),
+                           columns=harm.contradictions(before, after, keys) if keys else ())
 
 
 def check_drop(module_source: str, path: Path | str, runner: CodeRunner, *, rows: int = CHECK_ROWS,
@@ -121,8 +102,7 @@ def check_drop(module_source: str, path: Path | str, runner: CodeRunner, *, rows
         return AgreementReport(note="the drop holds no rows")
     if not entity_keys(probe):  # nothing to check against: the rows are not read further nor cleaned again
         return AgreementReport(rows_checked=len(probe))
-    first = next(iter_batches(path, rows)).reset_index(drop=True) if len(probe) >= PROBE_ROWS else probe
-    first = first.reset_index(drop=True)
+    first = (next(iter_batches(path, rows)) if len(probe) >= PROBE_ROWS else probe).reset_index(drop=True)
     keys = entity_keys(first)
     if not keys:
         return AgreementReport(rows_checked=len(first))

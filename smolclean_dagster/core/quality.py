@@ -267,8 +267,8 @@ def keep_what_agrees(registry: Registry, drops: dict[str, pd.DataFrame], runner:
     dropped: list[DroppedFunction] = []
     for drop, rows in drops.items():
         keys = entity_keys(rows) if not rows.empty else {}  # the entity is the drop's: no function decides it
-        kept = registry.entries if not dropped else tuple(e for e in registry.entries
-                                                           if e.function.name not in {d.name for d in dropped})
+        gone = {d.name for d in dropped}
+        kept = tuple(e for e in registry.entries if e.function.name not in gone)
         if not keys or not kept:
             continue
         rows = rows.reset_index(drop=True)
