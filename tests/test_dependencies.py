@@ -65,6 +65,12 @@ def test_a_key_with_a_second_real_value_repairs_nothing_while_a_typo_beside_anot
     df.loc[typo, "state"] = "SX"
     fixed = dependencies.repair(df, dependencies.learn(df))
     assert (fixed["state"][df["city"] == "Portland"] == df["state"][df["city"] == "Portland"]).all()
+    # nothing else in the row backs the city, and a two-letter code one letter off is another code as likely as a typo
+    assert fixed.equals(df)
+    # a county the city names, held by the row, backs it: the typo is repaired, Portland's second state still stays
+    df["county"] = df["city"].map(lambda c: f"county of {c}").where(df["city"] != "Portland", "")
+    fixed = dependencies.repair(df, dependencies.learn(df))
+    assert (fixed["state"][df["city"] == "Portland"] == df["state"][df["city"] == "Portland"]).all()
     assert fixed.loc[typo, "state"] == "S3" and (fixed != df).sum().sum() == 1
 
 
@@ -176,9 +182,9 @@ def test_docstring_examples_hold():
 def test_a_key_whose_usual_value_is_out_of_the_columns_form_repairs_nothing_and_a_two_word_city_is_no_form():
     # most reports of flight UA-9 glue a date on ("8:41aDec 1"), where every other flight's time reads "7:16 a.m.":
     # the dependency knows the time, not how to write it, so it does not write the glued form over "8:41 a.m."
-    rows = [(f"AA-{i}", f"{1 + i % 12}:{10 + i} {'ap'[i % 2]}.m.") for i in range(30) for _ in range(8)]
-    rows += [("UA-9", "8:41aDec 1")] * 7 + [("UA-9", "8:41 a.m.")] * 2
-    df = pd.DataFrame(rows, columns=["flight", "departure"], dtype=object)
+    rows = [(f"AA-{i}", f"{1 + i % 12}:{10 + i} {'ap'[i % 2]}.m.", f"gate {i}") for i in range(30) for _ in range(8)]
+    rows += [("UA-9", "8:41aDec 1", "gate 99")] * 7 + [("UA-9", "8:41 a.m.", "gate 99")] * 2
+    df = pd.DataFrame(rows, columns=["flight", "departure", "gate"], dtype=object)  # the gate backs the flight
     typo = df.index[df["flight"] == "AA-3"][0]
     df.loc[typo, "departure"] = "4:31 a.m."
     fixed = dependencies.repair(df, dependencies.learn(df))
@@ -191,3 +197,98 @@ def test_a_key_whose_usual_value_is_out_of_the_columns_form_repairs_nothing_and_
     df.loc[typo, "city"] = "San Deigo"
     fixed = dependencies.repair(df, dependencies.learn(df))
     assert fixed.loc[typo, "city"] == "San Diego" and (fixed != df).sum().sum() == 1
+
+
+def facilities(seed: int, names: list[str], first: int = 0) -> pd.DataFrame:
+    """Facilities of a registry, each on several rows (one per measure), with its own code, street, city, state and
+    zip; `names` may repeat, as real facility names do ("ST MARYS HOSPITAL" in several cities)."""
+    rng = np.random.default_rng(seed)
+    cities = [("ROCHESTER", "MN", "559"), ("DECATUR", "IL", "625"), ("ATHENS", "GA", "306"), ("SALEM", "OR", "973"),
+              ("MADISON", "WI", "537"), ("DAYTON", "OH", "454"), ("TROY", "NY", "121"), ("AUBURN", "AL", "368")]
+    rows = []
+    for k, name in enumerate(names, start=first):
+        city, state, zip3 = cities[int(rng.integers(len(cities)))]
+        street = f"{int(rng.integers(100, 9999))} {rng.choice(['MAIN', 'OAK', 'LAKE SHORE', 'ELM', '2ND'])} ST"
+        code, zipcode = f"{100000 + 37 * k}", f"{zip3}{int(rng.integers(10, 99))}"
+        for m in range(int(rng.integers(6, 12))):
+            rows.append({"code": code, "name": name, "street": street, "city": city, "state": state, "zip": zipcode,
+                         "measure": f"M-{m}", "score": str(int(rng.integers(40, 100)))})
+    return pd.DataFrame(rows, dtype=object)
+
+
+def rules_function(drop: pd.DataFrame):
+    """The dependency repair the rules analyst writes for `drop`, loaded as the exported module runs it."""
+    proposal = RulesAnalyst().propose(AnalysisRequest(dataset="f", chunk_id="c0", step=1, chunk=drop.head(50),
+                                                      reference=drop))
+    fn = proposal.function
+    assert fn is not None and fn.name.startswith("repair_dependencies"), proposal
+    check_function(fn.code)
+    return load(fn)
+
+
+def test_a_name_several_facilities_share_is_no_key_and_a_new_facility_keeps_its_own_values():
+    # the first drop holds "ST MARYS HOSPITAL" in two cities (two facilities with their own code, street and zip)
+    names = [f"FACILITY {k}" for k in range(120)]
+    names[7] = names[55] = "ST MARYS HOSPITAL"
+    first = facilities(3, names)
+    typo = first.index[first["code"] == first.loc[0, "code"]][2]
+    first.loc[typo, "city"] = first.loc[0, "city"][:-1] + "X"
+    learned = dependencies.learn(first)
+    assert "name" not in {d.determinant for d in (*learned.dependencies, *learned.witnesses)}
+    repaired = rules_function(first)
+    out = repaired(first)
+    assert out.loc[typo, "city"] == first.loc[0, "city"] and (out != first).sum().sum() == 1
+    # the next drop brings facilities the first never held; one is named like a facility of the first drop, in
+    # another city with its own street and zip: nothing in it is another facility's
+    later = [f"FACILITY {k}" for k in range(120, 200)]
+    later[3] = "FACILITY 12"
+    second = facilities(4, later, first=120)
+    known = first[first["name"] == "FACILITY 12"].iloc[0]
+    assert (second[second["name"] == "FACILITY 12"]["city"] != known["city"]).all()
+    assert repaired(second).equals(second)
+
+
+def test_a_measurement_is_no_key_and_a_species_the_first_drop_never_held_stays():
+    # penguins, as the field records list them: one species after the other; the first drop holds two species,
+    # the next drop a third whose flipper lengths, culmen depths, body masses and dates the first drop had seen
+    rng = np.random.default_rng(5)
+    species = [("Adelie Penguin (Pygoscelis adeliae)", 190, 18.3, 3700, 150), ("Gentoo penguin (Pygoscelis papua)",
+               217, 15.0, 5000, 60), ("Chinstrap penguin (Pygoscelis antarctica)", 196, 18.4, 3730, 70)]
+    rows = []
+    for name, flipper, depth, mass, n in species:
+        for i in range(n):
+            rows.append({"study": "PAL0708", "individual": f"N{len(rows)}A1", "species": name,
+                         "island": rng.choice(["Torgersen", "Biscoe", "Dream"]),
+                         "date_egg": f"{int(rng.integers(5, 28)):02d}.11.2008",
+                         "flipper_mm": str(int(flipper + rng.integers(-8, 9))),
+                         "culmen_depth_mm": f"{depth + rng.integers(-15, 16) / 10:.1f}",
+                         "body_mass_g": str(int(mass + 25 * rng.integers(-20, 21)))})
+    df = pd.DataFrame(rows, dtype=object)
+    truth = df["species"].copy()
+    for i in (3, 40, 95, 160):  # the hand-dirtied slips of the first drop
+        df.loc[i, "species"] = df.loc[i, "species"].replace("Pygoscelis", "Pygoscellis")
+    first, second = df.iloc[:172].reset_index(drop=True), df.iloc[172:].reset_index(drop=True)
+    learned = dependencies.learn(first)
+    assert "species" in learned.dependents
+    keys = {d.determinant for d in (*learned.dependencies, *learned.witnesses)} | {c.determinant for c in
+                                                                                  learned.conditions}
+    assert not keys & {"culmen_depth_mm", "date_egg"}, "a measurement or a date identifies nothing"
+    fixed = dependencies.repair(second, learned)
+    assert (fixed["species"] == second["species"]).all()
+    whole = dependencies.repair(df, dependencies.learn(df))
+    changed = whole["species"] != df["species"]
+    assert (whole["species"][changed] == truth[changed]).all(), "on the whole file only slips change, to their species"
+
+
+def test_a_row_whose_key_is_the_wrong_cell_keeps_its_other_values():
+    # three providers with many rows each, twenty small ones; one row of 10018 carries 10019's number: its city
+    # is 10018's, and nothing else in the row says the number is right, so the city stays
+    big = hospitals(rows_per_key=dependencies.STRONG_SUPPORT + 5).drop(columns=["zip"])
+    big.loc[1, "city"] = "birmingham"
+    small = pd.DataFrame([{"provider": f"2{k:04d}", "city": f"town{k}", "measure": f"m{i}"}
+                          for k in range(20) for i in range(3)], dtype=object)
+    df = pd.concat([big, small], ignore_index=True)
+    df.loc[2, "provider"] = "10019"
+    fixed = dependencies.repair(df, dependencies.learn(df))
+    assert fixed.loc[2, "city"] == "birmingham" and fixed.loc[2, "provider"] == "10019"
+    assert fixed.equals(df)

@@ -210,6 +210,8 @@ def _dependencies(found: list[Finding], refined: list[Finding | None], columns: 
         "witnesses": [{"determinant": a, "dependent": b, "mapping": m} for (a, b), m in sorted(witnesses.items())],
         "voted": sorted({b for _, b, _, v, _ in tables if v}),
         "fill_empty": fill_empty,
+        "slip_chars_per_edit": dependencies.SLIP_CHARS_PER_EDIT,
+        "min_slip_length": dependencies.MIN_SLIP_LENGTH,
         "examples": ", ".join(e for f in found for e in f.examples[:1]),
     }
 

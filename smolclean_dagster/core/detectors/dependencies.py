@@ -30,10 +30,12 @@ reference implementation of the rule template `repair_dependencies.py.j2` (tests
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from rapidfuzz.distance import OSA
 
 from ..findings import Finding
 from .cells import DOMINANT_SHAPE, NULL_TOKENS, shape, top_examples
@@ -85,6 +87,19 @@ TWO_VALUES_ROWS = 3
 #: at most this many rows per value on average; a category (a state, a county, a city) does not, and a value
 #: beside it is not repaired from it ("Springfield" names cities in many states).
 MIN_ENTITY_KEYS, MAX_ROWS_PER_KEY = 2, 20
+#: A measurement is no key: a column whose values are mostly numbers with a fraction ("39.1" mm, "4.5" %) or dates
+#: and times ("05.11.2008", "7:10 a.m.") takes the same value on rows of unrelated entities by coincidence (two
+#: penguins of one flipper length, two reports of one day), so the value identifies nothing.
+MEASUREMENT_SHARE = 0.5
+#: A name several entities share is no key: a key value whose rows fall into two groups of at least this many
+#: rows that differ in at least `SHARED_COLUMNS` of the columns it determines ("ST MARYS HOSPITAL" in Rochester
+#: with its own street and zip, and in Decatur with others) is two entities, and may have any value of a column
+#: its groups differ in.
+SHARED_GROUP_ROWS, SHARED_COLUMNS = 2, 2
+#: A value far from the one its key names (not a slip of it) is replaced only when another column of the row backs
+#: the key; a slip is a typing error or two: one edit per `SLIP_CHARS_PER_EDIT` characters (at least one), between
+#: values of `MIN_SLIP_LENGTH` characters or more.
+SLIP_CHARS_PER_EDIT, MIN_SLIP_LENGTH = 5, 4
 #: Keys kept over all the tables of one drop, best-supported first (about 30 characters of code each).
 MAX_TABLE_ENTRIES = 2500
 #: Keys of the witness tables one repairing function embeds, best-supported first: a row's key is doubted only
@@ -171,14 +186,16 @@ def learn(frame: pd.DataFrame) -> Dependencies:
     for name, c in zip(columns, frame.columns):
         codes[name], values[name] = pd.factorize(keys[c])
     determinants = [c for c in columns if _repeats(codes[c], len(values[c]))]
-    entities = [c for c in determinants if _identifies(codes[c], len(values[c]))]
+    entities = [c for c in determinants if _identifies(codes[c], len(values[c])) and not _measures(values[c])]
 
     plain: dict[str, list[Dependency]] = {}
     for b in columns:
         for a in entities:
             if a != b and (dep := _dependency(a, b, codes, values)) is not None:
                 plain.setdefault(b, []).append(dep)
-    entities = _entities(determinants, codes, values, plain)
+    shared = _shared_keys(plain, codes)
+    plain = {b: kept for b, deps in plain.items() if (kept := [d for d in deps if (d.determinant, b) not in shared])}
+    entities = _entities([c for c in determinants if c not in {a for a, _ in shared}], codes, values, plain)
     found: list[Dependency] = []
     protected = sorted({c for pair in entities.items() for c in pair})
     weights = {a: _source_weights(a, source, columns, codes, values) for a, source in entities.items()}
@@ -230,6 +247,45 @@ def _repeats(code: np.ndarray, distinct: int) -> bool:
 
 def _identifies(code: np.ndarray, distinct: int) -> bool:
     return distinct >= MIN_ENTITY_KEYS and int((code >= 0).sum()) <= MAX_ROWS_PER_KEY * distinct
+
+
+_NUMBER_WITH_FRACTION = re.compile(r"[-+]?\d*[.,]\d+")
+_DATE_OR_TIME = re.compile(r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}|\d{1,2}:\d{2}")
+
+
+def _measures(values) -> bool:
+    """Whether a column's distinct values are mostly measurements (numbers with a fraction) or dates and times."""
+    text = [str(v) for v in values]
+    hits = sum(1 for v in text if _NUMBER_WITH_FRACTION.fullmatch(v) or _DATE_OR_TIME.search(v))
+    return bool(text) and hits >= MEASUREMENT_SHARE * len(text)
+
+
+def _shared_keys(plain: dict[str, list[Dependency]], codes) -> set[tuple[str, str]]:
+    """(determinant, dependent) pairs where a value of the determinant is shared by several entities: its rows fall
+    into two groups of `SHARED_GROUP_ROWS` rows or more that differ in the dependent and in `SHARED_COLUMNS` - 1
+    more of the columns it determines. A typo changes one cell of one row; a second facility of the same name
+    brings whole rows of its own (its street, city and zip), while two facilities sharing a zip code still share
+    its city: the zip stays a key for the city, not for the street."""
+    determined: dict[str, list[str]] = {}
+    for b, deps in plain.items():
+        for d in deps:
+            determined.setdefault(d.determinant, []).append(b)
+    shared = set()
+    for a, dependents in determined.items():
+        if len(dependents) < SHARED_COLUMNS:
+            continue
+        rows = pd.DataFrame({b: codes[b] for b in dependents})
+        rows = rows[(codes[a] >= 0) & (rows >= 0).all(axis=1)]
+        groups = rows.groupby([codes[a][rows.index], *[rows[b] for b in dependents]]).size()
+        groups = groups[groups >= SHARED_GROUP_ROWS]
+        for _, per_key in groups.groupby(level=0):
+            if len(per_key) < 2:
+                continue
+            combos = np.array([key[1:] for key in per_key.index])
+            differs = combos[:, None, :] != combos[None, :, :]  # group x group x dependent
+            apart = differs & (differs.sum(axis=2) >= SHARED_COLUMNS)[:, :, None]
+            shared.update((a, b) for b, hit in zip(dependents, apart.any(axis=(0, 1))) if hit)
+    return shared
 
 
 def _key_stats(ca: np.ndarray, cb: np.ndarray, nb: int, weights: np.ndarray | None):
@@ -395,9 +451,11 @@ def repair(frame: pd.DataFrame, learned: Dependencies, *, rounds: int = 10, fill
     A cell is repaired when every determinant that knows the row's key names the same value, and, unless
     sources voted, the key agrees with every other column of the row it determines (else the key itself may
     be the wrong cell), and the new value fits the row's other columns better than the old one (an
-    established key is not re-labelled by a coincidence) and contradicts none of them. A cell holding a value that is
-    valid on its own (some key's usual value) changes only when sources voted or a key with
-    `STRONG_SUPPORT` rows names the new value; an empty cell is filled only with `fill_empty`.
+    established key is not re-labelled by a coincidence) and contradicts none of them. Unless sources voted, the
+    value held must be a slip of the new one (a typing error or two), or another column of the row must back the
+    key: a row of a facility the drop never held, sharing a key's value, keeps its own values. A cell holding a
+    value that is valid on its own (some key's usual value) changes only when sources voted or, with the key
+    backed, a key with `STRONG_SUPPORT` rows names the new value; an empty cell is filled only with `fill_empty`.
 
     Example:
         >>> df = pd.DataFrame({"zip": ["35233"] * 12 + ["99501"] * 12,
@@ -422,6 +480,7 @@ def repair(frame: pd.DataFrame, learned: Dependencies, *, rounds: int = 10, fill
                 continue
             proposal, conflict = pd.Series(None, index=out.index, dtype=object), pd.Series(False, index=out.index)
             strong = pd.Series(False, index=out.index)
+            backed, conditioned = pd.Series(False, index=out.index), pd.Series(False, index=out.index)
             valid: set[str] = set()
             voted = False
             for d in (d for d in learned.dependencies if d.dependent == b and d.determinant in out.columns):
@@ -430,18 +489,22 @@ def repair(frame: pd.DataFrame, learned: Dependencies, *, rounds: int = 10, fill
                 strong |= key(d.determinant).isin(d.strong)
                 named = key(d.determinant).map(d.mapping)
                 if d.source is None:  # a key the row's other columns contradict may be the wrong cell itself
-                    named = named.where(~_key_doubted(d, learned, out, key))
+                    doubted, agreed = _key_witnessed(d, learned, out, key)
+                    named = named.where(~doubted)
+                    backed |= named.notna() & agreed
                 proposal, conflict = _vote(proposal, conflict, named)
             for c in (c for c in learned.conditions if c.dependent == b and c.determinant in out.columns):
                 off = key(c.determinant).notna() & (key(c.determinant) != c.usual)
                 implied = pd.Series(np.where(off, c.value, None), index=out.index, dtype=object)
                 strong |= off  # a condition holds over many rows (CONDITION_ROWS) by construction
+                conditioned |= off
                 proposal, conflict = _vote(proposal, conflict, implied)
             change = proposal.notna() & ~conflict & (proposal != key(b).fillna("\0"))
             if not fill_empty:
                 change &= key(b).notna()
             if not voted:
-                change &= strong | ~key(b).isin(valid)
+                held, held_valid = key(b).notna(), key(b).isin(valid)
+                change &= ~held | conditioned | (backed & (strong | ~held_valid)) | (_slips(key(b), proposal) & ~held_valid)
             if not voted and change.any():
                 change &= _fits(out, b, key, proposal, learned)
             if change.any():
@@ -453,16 +516,41 @@ def repair(frame: pd.DataFrame, learned: Dependencies, *, rounds: int = 10, fill
     return out
 
 
-def _key_doubted(d: Dependency, learned: Dependencies, out: pd.DataFrame, key) -> pd.Series:
-    """Rows whose key names, for another column it determines, a value the row does not hold: then the key
-    may be the wrong cell (a zip code typed wrong), and it repairs nothing in that row."""
+def _key_witnessed(d: Dependency, learned: Dependencies, out: pd.DataFrame, key) -> tuple[pd.Series, pd.Series]:
+    """Per row, whether its key is doubted and whether it is backed by the row's other columns it determines.
+
+    Doubted: the key names, for another column, a value the row does not hold; then the key may be the wrong cell
+    (a zip code typed wrong), and it repairs nothing in that row. Backed: some other column holds the value the key
+    names for it; only then may a value far from the key's (not a slip of it) be replaced, since a row whose other
+    columns say nothing of its key may be another entity of the same key's value."""
     doubted = pd.Series(False, index=out.index)
+    agreed = pd.Series(False, index=out.index)
     for other in (*learned.dependencies, *learned.witnesses):
         if other.determinant == d.determinant and other.dependent != d.dependent and other.source is None \
                 and other.dependent in out.columns:
             named, held = key(d.determinant).map(other.mapping), key(other.dependent)
             doubted |= named.notna() & held.notna() & (named != held)
-    return doubted
+            agreed |= named.notna() & (named == held)
+    return doubted, agreed
+
+
+def _slips(held: pd.Series, proposal: pd.Series) -> pd.Series:
+    """Per row, whether the value held is a slip of the value proposed: a typing error or two away
+    (`SLIP_CHARS_PER_EDIT` characters per edit: a letter typed, dropped, replaced, or two swapped), case aside; values shorter than `MIN_SLIP_LENGTH` are
+    never slips of each other ("PA" and "CA" are two states)."""
+    pairs = pd.DataFrame({"held": held, "proposal": proposal}).dropna()
+    out = pd.Series(False, index=held.index)
+    if pairs.empty:
+        return out
+    verdict = {(a, b): _near(a, b) for a, b in set(zip(pairs["held"], pairs["proposal"]))}
+    out[pairs.index] = [verdict[p] for p in zip(pairs["held"], pairs["proposal"])]
+    return out
+
+
+def _near(held: str, proposal: str) -> bool:
+    if min(len(held), len(proposal)) < MIN_SLIP_LENGTH:
+        return False
+    return OSA.distance(held.casefold(), proposal.casefold()) <= max(1, len(proposal) // SLIP_CHARS_PER_EDIT)
 
 
 def _vote(proposal: pd.Series, conflict: pd.Series, new: pd.Series) -> tuple[pd.Series, pd.Series]:
