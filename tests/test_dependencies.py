@@ -292,3 +292,21 @@ def test_a_row_whose_key_is_the_wrong_cell_keeps_its_other_values():
     fixed = dependencies.repair(df, dependencies.learn(df))
     assert fixed.loc[2, "city"] == "birmingham" and fixed.loc[2, "provider"] == "10019"
     assert fixed.equals(df)
+
+
+def test_a_number_far_from_its_keys_usual_one_is_the_items_own_and_stays():
+    # a brewery cans most of its beers in 12 oz and one in 16.9 oz: the brewery's name and city back its id, and
+    # still 16.9 is that beer's own size, not a slip of 12; a typed-over city of the same brewery is repaired
+    rows = []
+    for b in range(60):
+        for i in range(8):
+            rows.append({"beer_id": f"{b * 10 + i}", "brewery_id": f"B{b}", "brewery": f"Brewery number {b}",
+                         "city": f"Springtown {b}", "ounces": "12" if b % 3 else "16"})
+    df = pd.DataFrame(rows, dtype=object)
+    df.loc[3, "ounces"] = "16.9"
+    df.loc[12, "city"] = "Springtwon 1"
+    learned = dependencies.learn(df)
+    assert "ounces" in learned.dependents and learned.numeric == ("ounces",)
+    fixed = dependencies.repair(df, learned)
+    assert fixed.loc[3, "ounces"] == "16.9" and fixed.loc[12, "city"] == "Springtown 1"
+    assert rules_function(df)(df).equals(fixed)

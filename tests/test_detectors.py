@@ -106,7 +106,44 @@ def test_case_variants_ignore_inner_capitals_codes_and_unique_values():
 def test_rare_variants_map_typos_to_the_frequent_value():
     values = ["Premium"] * 12 + ["Basic"] * 10 + ["Premum", "Baisc"]
     f = only(values, "rare_variants")
-    assert f.params == {"mapping": {"Premum": "Premium"}}  # "Baisc" is two edits from a 5-letter word
+    assert f.params["mapping"] == {"Premum": "Premium"}  # "Baisc" is two edits from a 5-letter word
+    # what the fix judges the next drop's values by: every value but the slips, with its cells
+    assert f.params["vocabulary"] == {"Premium": 12, "Basic": 10, "Baisc": 1}
+
+
+def test_a_case_slip_is_judged_by_its_share_where_the_column_writes_its_values_one_way():
+    codes = ["TX", "NY", "IL", "AZ", "PA", "OH", "CO", "GA", "WA", "MA", "OR"]
+    # "ca" on 9 rows beside "CA" on 301 (3%) is a slip, however many rows it has
+    f = only(["CA"] * 301 + ["ca"] * 9 + codes * 30, "case_variants")
+    assert f.params["keep"] == () and f.examples == ("ca",) and f.count == 9
+    # on a fifth of its value's rows it is a way the file writes the value
+    assert findings_of(["CA"] * 240 + ["ca"] * 60 + codes * 60, "case_variants") == []
+    # a column that mixes cases (rayyan's languages) keeps a second spelling on many rows, and its rare third
+    languages = ["eng"] * 464 + ["English"] * 95 + ["ENG"] * 23 + ["Eng"] * 2 + ["jpn"] * 7 + ["ger"] * 6 + ["fre"] * 4
+    assert findings_of(languages, "case_variants") == []
+
+
+def test_case_variants_without_a_convention_list_every_value_they_can_spell():
+    plans = ["Basic"] * 60 + ["Premium"] * 30 + ["Business"] * 20 + ["basic"]
+    f = only(plans, "case_variants")
+    assert f.params["convention"] is None
+    assert f.params["exceptions"] == {"basic": "Basic", "business": "Business", "premium": "Premium"}
+
+
+def test_rare_variants_count_a_swap_as_one_slip_in_long_values_only():
+    cities = ["Los Angeles"] * 30 + ["San Diego"] * 20 + ["Denver"] * 20
+    f = only(cities + ["Los nAgeles", "Sna Diego", "Dnever"], "rare_variants")
+    assert f.params["mapping"] == {"Los nAgeles": "Los Angeles"}  # "Sna Diego" and "Dnever" are shorter than 10
+
+
+def test_the_vocabulary_a_misspelling_fix_carries_is_bounded_and_keeps_every_target():
+    from smolclean_dagster.core.detectors import rare_variants
+
+    values = {f"Value {i:04d}": 1000 - i for i in range(1000)}
+    vocabulary = rare_variants.vocabulary(values, {"Value 0998": "Value 0999", "Valeu": "Value 0000"})
+    assert len(vocabulary) == rare_variants.MAX_VOCABULARY + 1
+    assert "Value 0999" in vocabulary and "Value 0998" not in vocabulary
+    assert list(vocabulary)[:2] == ["Value 0000", "Value 0001"]  # those on most cells first
 
 
 def test_rare_variants_leave_real_neighbours_codes_and_short_words():
@@ -152,19 +189,33 @@ def test_mixed_date_formats_with_month_first_evidence():
     f = only(values, "date_format")
     assert f.params["formats"] == ["%m/%d/%Y", "%B %d, %Y", "%d-%b-%y"]
     assert f.params["dominant"] == "ISO 8601"
-    assert f.params["dayfirst"] is False
+    assert f.params["day_first"] == {"NN/NN/NNNN": False}
     assert f.count == 3
 
 
 def test_day_first_is_inferred_from_days_above_twelve():
     values = ["2020-01-05", "25/12/2020", "03/04/2020", "2020-02-02", "2020-02-03"]
     f = only(values, "date_format")
-    assert f.params["dayfirst"] is True
+    assert f.params["day_first"] == {"NN/NN/NNNN": True}
     assert f.params["formats"] == ["%d/%m/%Y"]
 
 
+def test_day_or_month_first_is_decided_per_layout_and_only_by_dates_that_settle_it():
+    # a penguins-like column: ISO mostly, month first with slashes, day first with dots, and dashes that never
+    # show which comes first; the slashes' evidence must not decide how "05.11.2008" reads
+    days = pd.date_range("2007-11-09", periods=300, freq="D")
+    values = [d.strftime("%Y-%m-%d") for d in days[:240]]
+    values += [d.strftime("%m/%d/%Y") for d in days[240:280]] + [d.strftime("%d.%m.%Y") for d in days[280:296]]
+    values += ["05.11.2008", "03-04-2008", "11-10-2008", "01-02-2009"]
+    f = only(values, "date_format")
+    assert f.params["day_first"] == {"NN.NN.NNNN": True, "NN/NN/NNNN": False}
+    assert f.params["formats"] == ["%m/%d/%Y", "%d.%m.%Y"]
+    # the dashed dates are dates of the column, in a layout of their own that reads two ways
+    assert f.params["format_cells"]["NN-NN-NNNN"] == 3 and f.count == 60
+
+
 def test_datetimes_mixed_with_dates():
-    f = only(["2023-04-05 10:22", "04/05/2023 10:22 AM", "2023-04-06", "2023-04-07 08:00"], "date_format")
+    f = only(["2023-04-05 10:22", "04/15/2023 10:22 AM", "2023-04-06", "2023-04-07 08:00"], "date_format")
     assert f.params["formats"] == ["%m/%d/%Y %I:%M %p"]
 
 

@@ -33,7 +33,7 @@ def load(fn):
     return namespace[fn.name]
 
 
-def module_of(drop: pd.DataFrame, chunk: pd.DataFrame | None = None, max_steps: int = 12):
+def module_of(drop: pd.DataFrame, chunk: pd.DataFrame | None = None, max_steps: int = 12, instructions: str = ""):
     """What the rules learn from `drop` (a chunk of it with the whole drop as reference), as one function
     applying every accepted function in order; and the names of those functions."""
     chunk = drop.head(50).reset_index(drop=True) if chunk is None else chunk
@@ -44,7 +44,7 @@ def module_of(drop: pd.DataFrame, chunk: pd.DataFrame | None = None, max_steps: 
             current = load(fn)(current)
         proposal = analyst.propose(AnalysisRequest(
             dataset="d", chunk_id="c0", step=step, chunk=current, findings=tuple(detect_issues(current)),
-            reference=_cleaned(drop, functions), rejected=tuple(rejected)))
+            reference=_cleaned(drop, functions), rejected=tuple(rejected), instructions=instructions))
         if proposal.function is None:
             break
         functions.append(proposal.function)
@@ -120,6 +120,41 @@ def test_a_date_column_written_one_way_stays_that_way_and_the_few_others_take_it
     assert changed(drop, out, "day") == {"January 11, 2012": "2012/01/11", "01/21/2012": "2012/01/21"}, names
 
 
+def penguins(n: int, seed: int) -> pd.DataFrame:
+    """Penguin nests: egg dates mostly ISO, some written month first with slashes ("11/16/2007"), some day first
+    with dots ("16.11.2007"), a few with dashes whose numbers are all 12 or less ("03-04-2008")."""
+    rng = random.Random(seed)
+    days = pd.date_range("2007-11-09", "2009-12-01", freq="D")
+    writings = ["%Y-%m-%d"] * 15 + ["%m/%d/%Y"] * 3 + ["%d.%m.%Y"] * 2
+    dates = [days[rng.randrange(len(days))].strftime(rng.choice(writings)) for _ in range(n)]
+    return pd.DataFrame({"Sample Number": [str(i + 1) for i in range(n)],
+                         "Species": [rng.choice(["Adelie", "Gentoo", "Chinstrap"]) + " penguin" for _ in range(n)],
+                         "Island": [rng.choice(["Torgersen", "Biscoe", "Dream"]) for _ in range(n)],
+                         "Date Egg": dates}, dtype=object)
+
+
+def test_a_layout_the_drop_shows_day_first_is_never_read_month_first():
+    drop = penguins(344, seed=5)
+    drop.loc[[7, 90, 201], "Date Egg"] = ["05.11.2008", "16.11.2007", "05.11.2008"]
+    drop.loc[[30, 31, 32], "Date Egg"] = ["03-04-2008", "11-10-2008", "01-02-2009"]  # dashes: no number above 12
+    clean, names = module_of(drop)
+    fixed = changed(drop, clean(drop), "Date Egg")
+    assert fixed["05.11.2008"] == "2008-11-05" and fixed["16.11.2007"] == "2007-11-16", names
+    dotted = {v for v in drop["Date Egg"] if "." in v}
+    assert all(fixed[v] == pd.to_datetime(v, format="%d.%m.%Y").strftime("%Y-%m-%d") for v in dotted), names
+    slashed = {v for v in drop["Date Egg"] if "/" in v}
+    assert all(fixed[v] == pd.to_datetime(v, format="%m/%d/%Y").strftime("%Y-%m-%d") for v in slashed), names
+    assert not {"03-04-2008", "11-10-2008", "01-02-2009"} & set(fixed), "a date that reads two ways was rewritten"
+    # the function carries each layout's order and reads the next drop's dates, never seen, by it
+    chunk = drop.head(50)
+    fn = RulesAnalyst().propose(AnalysisRequest(dataset="d", chunk_id="c0", step=1, chunk=chunk, reference=drop,
+                                                findings=tuple(detect_issues(chunk)))).function
+    assert "DAY_FIRST = {'NN.NN.NNNN': True, 'NN/NN/NNNN': False}" in fn.code
+    unseen = ["03.12.2009", "13.05.2009", "04/05/2009", "06-07-2009"]
+    next_drop = pd.DataFrame({"Sample Number": ["1", "2", "3", "4"], "Date Egg": unseen}, dtype=object)
+    assert clean(next_drop)["Date Egg"].tolist() == ["2009-12-03", "2009-05-13", "2009-04-05", "06-07-2009"], names
+
+
 def test_units_stay_where_the_column_is_written_with_them_and_rounded_ones_are_not_stripped():
     rng = random.Random(3)
     ounces = [rng.choice(["12.0 oz", "12.0 oz.", "12.0 ounce", "16.0 oz"]) for _ in range(300)]
@@ -132,6 +167,45 @@ def test_units_stay_where_the_column_is_written_with_them_and_rounded_ones_are_n
         dataset="d", chunk_id="c0", step=1, chunk=drop.head(50), findings=tuple(detect_issues(drop.head(50))),
         reference=drop, instructions="Write numbers without units."))
     assert asked.function is not None and asked.function.name.startswith("normalize_numbers")
+
+
+def breach_reports(n: int, seed: int) -> pd.DataFrame:
+    """Breach reports: short entity names and states, some with stray spaces around them (" Boston Medical "),
+    and a free-text summary of two or three sentences written with two spaces after each full stop, some
+    ending in a line break."""
+    rng = random.Random(seed)
+    entities = ["Boston Medical Center", "Aetna", "Kaiser Foundation", "Walgreens", "Anthem", "CVS Health"]
+    starts = ["A laptop holding patient records was stolen from an employee's car.",
+              "An unencrypted backup tape went missing during a move between offices.",
+              "A phishing email gave an intruder access to a staff mailbox.",
+              "Paper files were left in a dumpster behind the clinic."]
+    middles = [f"The records of {rng.randint(500, 90000)} patients were exposed." for _ in range(40)]
+    ends = ["The entity notified every affected person and the media.", "Staff were retrained on the policy.",
+            "The OCR closed the case after technical assistance."]
+    summaries = []
+    for _ in range(n):
+        text = "  ".join([rng.choice(starts), rng.choice(middles)] + [rng.choice(ends)] * (rng.random() < 0.5))
+        summaries.append(text + "\n" * (rng.random() < 0.3))
+    names = [rng.choice(entities) for _ in range(n)]
+    names = [f" {name} " if rng.random() < 0.1 else name for name in names]
+    return pd.DataFrame({"Name of Covered Entity": names,
+                         "State": [rng.choice(["MA", "CA", "NY", "TX", "IL "]) for _ in range(n)],
+                         "summary": summaries}, dtype=object)
+
+
+def test_free_text_keeps_its_own_spacing_unless_asked_and_short_values_are_still_stripped():
+    drop = breach_reports(300, seed=6)
+    clean, names = module_of(drop)
+    out = clean(drop)
+    assert changed(drop, out, "summary") == {}, names
+    assert sum(v.endswith("\n") for v in out["summary"]) > 50 and all("  " in v for v in out["summary"])
+    assert set(out["Name of Covered Entity"]) <= {"Boston Medical Center", "Aetna", "Kaiser Foundation", "Walgreens",
+                                                "Anthem", "CVS Health"}, names
+    assert changed(drop, out, "State") == {"IL ": "IL"}, names
+    # asked, the summaries' spacing is normalised too: one space between sentences, no line break at the end
+    asked, names = module_of(drop, instructions="Normalise whitespace in every column.")
+    summaries = asked(drop)["summary"]
+    assert not any("  " in v or v.endswith("\n") for v in summaries), names
 
 
 def registry_rows(n: int, seed: int) -> pd.DataFrame:
@@ -176,6 +250,16 @@ def test_harm_is_estimated_from_the_drop_alone():
     assert doctest.testmod(harm).failed == 0
     assert doctest.testmod(entities).failed == 0
     assert doctest.testmod(drop_findings_module).failed == 0
+
+
+def test_the_harm_estimate_judges_a_case_change_as_the_case_rule_does():
+    codes = ["TX", "NY", "IL", "AZ", "PA", "OH", "CO", "GA", "WA", "MA", "OR"]
+    states = harm.ValueCounts.of(pd.DataFrame({"state": ["CA"] * 301 + ["ca"] * 9 + codes * 30}))
+    assert not states.looks_valid("state", "ca", "CA")  # a slip the case rule fixes itself: no harm
+    assert states.looks_valid("state", "CA", "ca")
+    languages = ["eng"] * 464 + ["English"] * 95 + ["ENG"] * 23 + ["Eng"] * 2 + ["jpn"] * 7 + ["ger"] * 6
+    counts = harm.ValueCounts.of(pd.DataFrame({"language": languages}))
+    assert counts.looks_valid("language", "ENG", "eng")  # a source's own spelling in a column that mixes cases
 
 
 LOWER_ROLES = '''import pandas as pd

@@ -287,3 +287,47 @@ def test_the_case_rule_follows_the_column_convention_on_values_never_seen(learne
         assert kept not in unseen or out[values.index(kept)] == kept
     assert load(fn)(pd.DataFrame({"col": out}, dtype=object))["col"].tolist() == out, "not idempotent"
     assert [f for f in detect_issues(pd.DataFrame({"col": out})) if f.kind == "case_variants"] == []
+
+
+#: A city column: fifteen cities at realistic frequencies, "Austin" beside "Justin" (one letter apart, both real).
+CITY_ROWS = {"New York": 37, "Los Angeles": 21, "Chicago": 22, "Houston": 18, "Phoenix": 15, "Philadelphia": 13,
+             "San Antonio": 11, "San Diego": 10, "Dallas": 9, "Columbus": 9, "Denver": 8, "Atlanta": 8, "Seattle": 7,
+             "Boston": 6, "Portland": 5, "Austin": 20, "Justin": 8}
+
+
+def test_the_misspelling_fix_judges_a_value_it_never_saw_as_the_detector_would_have():
+    from smolclean_dagster.core.detectors.rare_variants import variant_mapping
+
+    learned = [city for city, n in CITY_ROWS.items() for _ in range(n)] + ["Atlantta"]
+    fn = propose_for("rare_variants", pd.DataFrame({"city": learned}, dtype=object))
+    valid = fn.rule.context["valid"]
+    assert valid == {city: n for city, n in CITY_ROWS.items()}, "the column's values travel with their rows"
+    unseen = ["Colubus", "COLUBUS", "Los nAgeles", "San Antnoio", "Sna Diego", "Dnever", "Bostn", "Dustin", "Dalton",
+              "Dayton", "sallaD", "Dall\u0140as", "Portland 2", "Atlantta", "Atlanta", "Justin", "denver"]
+    out = load(fn)(pd.DataFrame({"city": unseen}, dtype=object))["city"].tolist()
+    # each value decided as the detector decides a value of one row beside the column's valid values
+    assert out == [variant_mapping({v: 1, **valid}).get(v, v) for v in unseen]
+    assert out == ["Columbus", "Columbus", "Los Angeles", "San Antonio", "Sna Diego", "Dnever", "Boston", "Dustin",
+                   "Dalton", "Dayton", "Dallas", "Dallas", "Portland 2", "Atlanta", "Atlanta", "Justin", "denver"]
+    assert load(fn)(pd.DataFrame({"city": out}, dtype=object))["city"].tolist() == out, "not idempotent"
+
+
+def test_a_case_slip_on_many_rows_beside_a_far_more_common_spelling_is_fixed():
+    codes = ["TX", "NY", "IL", "AZ", "PA", "OH", "CO", "GA", "WA", "MA", "OR"]
+    frame = pd.DataFrame({"state": ["CA"] * 301 + ["ca"] * 9 + codes * 30}, dtype=object)
+    out = load(propose_for("case_variants", frame))(frame)
+    assert set(out["state"]) == {"CA", *codes}
+
+
+def test_a_column_without_a_case_convention_writes_a_known_value_as_it_was_learned():
+    from smolclean_dagster.core.detectors import case_variants
+
+    plans = ["Basic"] * 60 + ["Premium"] * 30 + ["Business"] * 20 + ["Joanne Plus"] * 5 + ["basic"]
+    fn = propose_for("case_variants", pd.DataFrame({"plan": plans}, dtype=object))
+    context = fn.rule.context
+    assert context["convention"] is None  # four values are no convention for values never seen
+    unseen = ["PREMIUM", "business", "JOANNE PLUS", "JoAnne Plus", "PreMium", "Gold", "GOLD"]
+    out = load(fn)(pd.DataFrame({"plan": unseen}, dtype=object))["plan"].tolist()
+    assert out == ["Premium", "Business", "Joanne Plus", "JoAnne Plus", "PreMium", "Gold", "GOLD"]
+    assert out == [case_variants.fix(v, None, context["exceptions"], context["letters"], tuple(context["keep"]))
+                   for v in unseen]

@@ -11,8 +11,9 @@ Which changes count as hitting a valid value (`looks_valid`):
   and at least 1/`RARER` of the new value's rows): a typo is rare, a value forty rows hold is not;
 - another value the column also holds on many rows, in another form that is not the column's dominant one
   ("12.0 oz" on 621 rows -> "12.0 oz." on 924, where neither form is most of the column's);
-- the same value in another case, when the old spelling is common and at least as common as the new one
-  ("CEO" on forty rows -> "ceo" on five), or on `KEEP_CELLS` rows or more ("ENG" on 23 rows -> "eng" on 464);
+- the same value in another case, when the old spelling is common and the case rule learned over the same rows
+  would not write it so (`case_variants.fix`): "CEO" on forty rows -> "ceo" on five, "ENG" on 23 rows -> "eng" on
+  464 where the column mixes cases, but not "ca" on 9 rows -> "CA" on 301 among upper-case codes (a slip);
 - any value written in the column's dominant form (the shape `DOMINANT_SHAPE` of its cells share), moved
   out of it ("2012/01/01" -> "2012-01-01" where every date reads "2012/01/01").
 A value the drop holds on `KEEP_CELLS` rows or more is presumed valid on its own: a function rewriting one is
@@ -43,9 +44,9 @@ from dataclasses import dataclass, field, replace
 import pandas as pd
 
 from .detectors.boolean_spellings import SPELLINGS
+from .detectors import case_variants, number_format
 from .detectors.case_variants import KEEP_CELLS
-from .detectors import number_format
-from .detectors.cells import DOMINANT_SHAPE, is_null_token, shape
+from .detectors.cells import DOMINANT_SHAPE, ColumnValues, is_null_token, shape
 from .entities import contradicted
 from .validate import as_text, changed_cells
 
@@ -72,6 +73,7 @@ class ValueCounts:
     values: dict[str, Counter] = field(default_factory=dict)
     shapes: dict[str, Counter] = field(default_factory=dict)
     _rounded: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+    _case_rules: dict[str, tuple] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, frame: pd.DataFrame | None) -> ValueCounts:
@@ -92,6 +94,13 @@ class ValueCounts:
             self._rounded[column] = number_format.rounded(numbers)
         return self._rounded[column]
 
+    def case_fix(self, column: str, value: str) -> str:
+        """What the case rule learned over these rows makes of `value` in `column` (`case_variants.fix`)."""
+        if column not in self._case_rules:
+            counts = ColumnValues(name=column, counts=dict(self.values.get(column, {})))
+            self._case_rules[column] = case_variants.case_rule(counts)
+        return case_variants.fix(value, *self._case_rules[column])
+
     def dominant(self, column: str) -> str | None:
         """The shape most of the column's cells share, if one does."""
         shapes = self.shapes.get(column)
@@ -110,9 +119,9 @@ class ValueCounts:
         if old_key == new_key or _same_boolean(old_key, new_key):  # the same value, written another way
             return False
         if old_key.casefold() == new_key.casefold():
-            # another case: harm when it rewrites the more common spelling, or one written on so many rows that
-            # it was written so on purpose ("ENG" on 23 rows beside "eng" on 464), as the case rule keeps it
-            if counts[old_key] >= COMMON_CELLS and (counts[old_key] >= counts[new_key] or counts[old_key] >= KEEP_CELLS):
+            # another case: harm when it rewrites a common spelling the case rule would not write so (one the
+            # file writes on purpose, "ENG" on 23 rows where the column mixes cases), not a slip it fixes itself
+            if counts[old_key] >= COMMON_CELLS and self.case_fix(column, old_key) != new_key:
                 return True
         elif counts[old_key] >= COMMON_CELLS and counts[old_key] * RARER >= counts[new_key]:
             if shape(old_key) == shape(new_key):

@@ -85,7 +85,7 @@ def drop_findings(request: AnalysisRequest, chunk_findings: list[Finding], prefi
         conditions = [[c.determinant, c.dependent, c.usual, c.value] for c in part.conditions]
         witnesses = [[d.determinant, d.dependent, d.mapping] for d in part.witnesses]
         params = {**f.params, "dependencies": tables, "conditions": conditions, "witnesses": witnesses,
-                  "fill_empty": fill}
+                  "numeric": list(part.numeric), "fill_empty": fill}
         out.append(f.model_copy(update={"params": params}))
     return out
 
@@ -127,6 +127,18 @@ def asks_to_remove_debris(instructions: str) -> bool:
     return bool(_DEBRIS.search(instructions or ""))
 
 
+def asks_to_normalise_whitespace(instructions: str) -> bool:
+    """Whether the user's instructions ask for whitespace to be normalised everywhere ("normalise whitespace",
+    "collapse double spaces"): without that, free text keeps its own spacing (a double space after a full stop,
+    a line break), while stray spaces around short values go anyway.
+
+    Example:
+        >>> asks_to_normalise_whitespace("Collapse double spaces."), asks_to_normalise_whitespace("Trim names.")
+        (True, False)
+    """
+    return bool(_WHITESPACE.search(instructions or ""))
+
+
 def left_as_written(instructions: str) -> frozenset[str]:
     """The kinds of dirt the defaults leave as written unless the user asks: spellings of "no value" (no real
     null unasked) and decoding debris (its letters are lost).
@@ -164,6 +176,12 @@ _REAL_NULLS = re.compile(
     re.IGNORECASE)
 _DEBRIS = re.compile(r"\b(?:debris|broken characters?|replacement characters?|mojibake|garbled|encoding)\b",
                      re.IGNORECASE)
+_WHITESPACE = re.compile(
+    r"\bnormali[sz]\w*\s+(?:the\s+|all\s+|any\s+)?(?:white\s*space|spac\w*)|"
+    r"\b(?:white\s*space|spacing)\s+normali[sz]\w*|\bsingle\s+spac\w*|"
+    r"\b(?:collapse|squeeze|remove|strip|drop)\w*\s+(?:the\s+|all\s+|any\s+)?"
+    r"(?:double|repeated|multiple|extra|consecutive)\s+(?:spaces?|white\s*space|blanks?)",
+    re.IGNORECASE)
 _PLAIN_NUMBERS = re.compile(
     r"\b(?:without (?:the |their |any )?units?|(?:strip|remove|drop)\w* (?:the |their |all |any )?units?|"
     r"plain numbers?|bare numbers?)\b", re.IGNORECASE)

@@ -43,7 +43,13 @@ from ..findings import Finding
 from ..functions import CleaningFunction, RuleSpec
 from ..profile import detect_issues
 from .base import AnalysisRequest, Issue, Proposal
-from .drop_findings import asks_for_plain_numbers, asks_for_real_nulls, asks_to_remove_debris, drop_findings
+from .drop_findings import (
+    asks_for_plain_numbers,
+    asks_for_real_nulls,
+    asks_to_normalise_whitespace,
+    asks_to_remove_debris,
+    drop_findings,
+)
 
 log = logging.getLogger("smolclean.analysts.rules")
 
@@ -102,13 +108,10 @@ def _markers(found: list[Finding], refined: list[Finding | None], columns: list[
 
 def _case(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
     (f,), (r,) = found, refined
-    params = (r or f).params  # the drop decides the convention; the chunk's table fills in what it lacks
-    convention = params["convention"]
-    exceptions = dict(params["exceptions"])
-    if f.params["convention"] == convention:
-        exceptions = {**f.params["exceptions"], **exceptions}
-    exceptions = dict(sorted(exceptions.items())[: case_variants.MAX_EXCEPTIONS])
-    letters, keep = params["letters"], params["keep"]
+    # The drop decides the convention, the table and what is kept: the chunk's rows are among the drop's, and a
+    # table of 50 rows would list a value the drop writes two ways as if it had one spelling.
+    params = (r or f).params
+    convention, exceptions, letters, keep = params["convention"], params["exceptions"], params["letters"], params["keep"]
     pairs = [(v, case_variants.fix(v, convention, exceptions, letters, keep)) for v in f.examples]
     (column,) = columns
     if all(case_variants.fix(v, convention, exceptions, letters, keep) == v for v in (*column.meaningful, *f.examples)):
@@ -126,7 +129,12 @@ def _misspellings(found: list[Finding], refined: list[Finding | None], columns: 
     targets = set(mapping.values())
     mapping = {k: v for k, v in sorted(mapping.items()) if k not in targets}  # no chains: applying twice == once
     mapping = dict(list(mapping.items())[: rare_variants.MAX_CORRECTIONS])
-    return {"column": f.column, "mapping": mapping, "examples": _arrows(f.examples[:2], mapping)}
+    # The column's valid values go with the fix, so that it judges the next drop's values by the drop's evidence.
+    valid = {v: n for v, n in (r or f).params["vocabulary"].items() if v not in mapping}
+    return {"column": f.column, "mapping": mapping, "valid": valid, "examples": _arrows(f.examples[:2], mapping),
+            "frequent": rare_variants.UNSEEN_TARGET_CELLS, "chars_per_edit": rare_variants.CHARS_PER_EDIT,
+            "min_length": rare_variants.MIN_LENGTH, "min_garbled": rare_variants.MIN_GARBLED_LENGTH,
+            "min_swap": rare_variants.MIN_SWAP_LENGTH, "word": rare_variants.WORD}
 
 
 def _numbers(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict | None:
@@ -139,18 +147,20 @@ def _numbers(found: list[Finding], refined: list[Finding | None], columns: list[
 
 def _dates(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict | None:
     (f,), (r,) = found, refined
-    params = (r or f).params  # the drop decides the column's own format
+    params = (r or f).params  # the drop decides the column's own format and the order of each numeric layout
+    day_first, target = params["day_first"], params["dominant"]
+    if not date_format.writable(target, day_first):
+        return None  # its own dates read two ways ("03/04/2020"): any date written like them would too
     if params["round_trip"] < date_format.MIN_ROUND_TRIP:
         return None  # its own format cannot be written back exactly ("3/4/2020" unpadded): leave the column
-    dayfirst, target = params["dayfirst"], params["dominant"]
     seen = (set(f.params["formats"]) | set(params["formats"])) - {target}
-    formats = [fmt for fmt in candidate_formats(dayfirst) if fmt in seen]  # the detector's order decides
+    formats = [fmt for fmt in candidate_formats(day_first) if fmt in seen]  # the detector's order decides
     if target != date_format.ISO_LABEL:
         formats = [fmt for fmt in formats if date_format.has_time(fmt) == date_format.has_time(target)]
     if not formats:
         return None
     first, last = int(params["first"][:4]), int(params["last"][:4])
-    return {"column": f.column, "formats": formats, "dayfirst": dayfirst,
+    return {"column": f.column, "formats": formats, "day_first": day_first,
             "target": None if target == date_format.ISO_LABEL else target,
             "years": [first - date_format.YEARS_BEFORE, last + date_format.YEARS_AFTER]}
 
@@ -210,6 +220,7 @@ def _dependencies(found: list[Finding], refined: list[Finding | None], columns: 
         "witnesses": [{"determinant": a, "dependent": b, "mapping": m} for (a, b), m in sorted(witnesses.items())],
         "voted": sorted({b for _, b, _, v, _ in tables if v}),
         "fill_empty": fill_empty,
+        "numeric": sorted({c for f in found for c in f.params.get("numeric", ())}),
         "slip_chars_per_edit": dependencies.SLIP_CHARS_PER_EDIT,
         "min_slip_length": dependencies.MIN_SLIP_LENGTH,
         "examples": ", ".join(e for f in found for e in f.examples[:1]),
@@ -290,6 +301,12 @@ class RulesAnalyst:
 
     def _findings(self, request: AnalysisRequest) -> list[Finding]:
         findings = list(request.findings) or detect_issues(request.chunk)
+        if asks_to_normalise_whitespace(request.instructions):
+            # the loop's detectors read no instructions: asked, free text's own spacing is stray whitespace too
+            findings = [f for f in findings if f.kind != whitespace.KIND] + [
+                f for name in request.chunk.columns
+                if (f := _detect(whitespace.KIND, ColumnValues.of(name, request.chunk[name]), request.instructions))
+            ]
         return findings + drop_findings(request, findings, {kind: rule.prefix for kind, rule in RULES.items()})
 
     def _functions(self, request: AnalysisRequest, findings: list[Finding]) -> Iterator[CleaningFunction]:
@@ -303,7 +320,7 @@ class RulesAnalyst:
             columns = [ColumnValues.of(f.column, request.chunk[f.column]) for f in found]
             if rows is None:
                 rows = _drop_rows(request)
-            refined = [self._refine(f, rows) for f in found]
+            refined = [self._refine(f, rows, request.instructions) for f in found]
             if rule.kind not in DROP_KINDS and request.reference is not None and None in refined:
                 # the whole drop does not show this dirt (e.g. a rare suffix is no unit there): trust the drop
                 log.debug("rules: %s on %s not confirmed by the drop", rule.kind, [f.column for f in found])
@@ -379,11 +396,19 @@ class RulesAnalyst:
             log.info("rules: %s not merged: %s", [f.name for f in functions], exc)
             return None
 
-    def _refine(self, finding: Finding, rows: pd.DataFrame | None) -> Finding | None:
+    def _refine(self, finding: Finding, rows: pd.DataFrame | None, instructions: str) -> Finding | None:
         """The same detector over the chunk plus the reference rows: whole-drop evidence, when there is some."""
         if rows is None or finding.column not in rows.columns or finding.kind not in KINDS:
             return None
-        return DETECTORS[KINDS.index(finding.kind)].detect(ColumnValues.of(finding.column, rows[finding.column]))
+        return _detect(finding.kind, ColumnValues.of(finding.column, rows[finding.column]), instructions)
+
+
+def _detect(kind: str, column: ColumnValues, instructions: str) -> Finding | None:
+    """The detector of `kind` over one column, as the user's instructions ask: free text's own spacing is stray
+    whitespace only when they ask for whitespace to be normalised."""
+    if kind == whitespace.KIND:
+        return whitespace.detect(column, normalise_free_text=asks_to_normalise_whitespace(instructions))
+    return DETECTORS[KINDS.index(kind)].detect(column)
 
 
 def _drop_rows(request: AnalysisRequest) -> pd.DataFrame | None:

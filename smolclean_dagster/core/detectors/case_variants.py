@@ -5,13 +5,17 @@ A column whose values repeat (categories, codes, places) usually writes them one
 "F"), lower case, or title case ("New York"). That convention is learned over the drop, from many distinct
 values (one value, "USA", is no convention), and becomes a rule for values written all in one case, so a
 value never seen while learning is written the same way; a small table keeps the spellings the rule would
-get wrong ("McDonald", "de la Cruz" among title-case names). A column with no clear convention gets the
-table alone: each rare spelling of a value the column holds far more often in another case.
+get wrong ("McDonald", "de la Cruz" among title-case names). A column with no clear convention gets a table
+of the spelling each of its values is written in, so a known value written in capitals or lower case on the
+next drop ("PREMIUM" where the drop wrote "Premium") takes it too.
 
-Do no harm: the rule never touches a spelling that is frequent in its column ("new york" written so in 30
-rows), a value with mixed case or an acronym beside lower-case words ("Chairman, CEO", "IT Consulting"
-among lower-case job titles), a title-case value among upper-case codes ("Taiwan" among "US", "TW"), or a
-value holding a letter the column's values never use ("TRU\u0140E": a stray character, not a case).
+Do no harm: the rule never touches a spelling the file writes on purpose: one holding a real share of its
+value's rows ("new york" on 30 rows beside "New York" on 40), or, in a column that writes its values in
+several cases, one on many rows ("ENG" on 23 rows beside "eng"); a slip is rewritten however many rows it
+has ("ca" on 9 rows beside "CA" on 301). Nor a value with mixed case or an acronym beside lower-case words
+("Chairman, CEO", "IT Consulting" among lower-case job titles), a title-case value among upper-case codes
+("Taiwan" among "US", "TW"), or a value holding a letter the column's values never use ("TRU\u0140E": a
+stray character, not a case). `fix` is the rule; the template and the harm estimate decide as it does.
 """
 
 from __future__ import annotations
@@ -33,14 +37,25 @@ MIN_CONVENTION_CELLS = 10
 #: ... and this many distinct values, and this share of them: a column of one value ("USA") shows no convention
 #: for the next value.
 MIN_CONVENTION_VALUES, CONVENTION_VALUE_SHARE = 12, 0.8
-#: A spelling the rule would rewrite is kept when it is frequent: this many cells and this share of the column,
-#: or more than 1/SPELLING_RATIO of the cells of the column's spelling it would become ("new york" 30 beside
-#: "New York" 40).
-FREQUENT_CELLS, FREQUENT_SHARE, SPELLING_RATIO = 3, 0.1, 3
-#: A spelling written on this many rows was written on purpose by whoever exported them ("ENG" on 23 rows
-#: beside "eng" on 900): it is never rewritten, whatever the column's convention.
+#: A spelling the rule would rewrite is kept when the file writes it on purpose. In a column written one way
+#: (`CONVENTION_SHARE` of its cells in one case) that is judged by the spelling's share of its value's rows: a
+#: fifth or more ("new york" 30 beside "New York" 40) is a way the file writes the value; below that, outnumbered
+#: more than four to one in a column that writes everything else one way, it is a slip however many rows it has
+#: ("ca" on 9 rows beside "CA" on 301: 3%). Typing slips of a source run at a few percent of a value's rows.
+KEEP_SHARE = 0.2
+#: A column that writes its values in several cases (no case holds `CONVENTION_SHARE` of its cells: rayyan's
+#: language codes "eng" and "ENG" beside names "English") often joins sources that each write a value their own
+#: way: there a spelling on this many rows is kept ("ENG" on 23 rows beside "eng" on 464), and a value written
+#: two ways on that many rows each keeps its rare third spelling too ("Eng" on 2 rows): nothing says which is wrong.
 KEEP_CELLS = 5
-#: Exceptions kept at most, the most frequent first: the table stays reviewable and bounded.
+#: Either way a spelling on fewer rows than this is no evidence of a way of writing ("boston" once beside
+#: "Boston" three times); a value written only against the convention is kept when it holds this many rows and
+#: this share of the column ("new york" on 30 rows of 300, never "New York").
+FREQUENT_CELLS, FREQUENT_SHARE = 3, 0.1
+#: A column with no convention gives a value with several spellings the one holding this many times the rows of
+#: each other spelling; with no such spelling nothing says which is right, and the value stays out of the table.
+SPELLING_RATIO = 3
+#: Table entries kept at most, the values on most rows first: the table stays reviewable and bounded.
 MAX_EXCEPTIONS = 300
 #: In a lower- or title-case column an all-capitals value is rewritten only when it has a word this long:
 #: "GOLDFIELD" is shouted, "USA", "CO" and "NW" are abbreviations or codes.
@@ -112,14 +127,15 @@ def foreign_letters(value: str, letters: str) -> bool:
 
 def detect(column: ColumnValues) -> Finding | None:
     """Find cells written against the column's case convention, or values with case variants when the
-    column has no convention; params: the `convention` (or None) and the `exceptions` table
-    (case-folded value -> spelling).
+    column has no convention; params: the `convention` (or None), the `exceptions` table (case-folded value
+    -> spelling: the convention's exceptions, or without one every value's spelling), the `letters` the
+    column's values use and the spellings to `keep`.
 
     Example:
         >>> import pandas as pd
         >>> col = ColumnValues.of("city", pd.Series(["New York"] * 5 + ["new york", "Gary", "Gary"]))
         >>> detect(col).params["convention"], detect(col).params["exceptions"]
-        (None, {'new york': 'New York'})
+        (None, {'gary': 'Gary', 'new york': 'New York'})
         >>> codes = ["IL", "TX", "CA", "NY", "OH", "WA", "OR", "NV", "UT", "AZ", "NM", "CO"]
         >>> col = ColumnValues.of("state", pd.Series(codes * 4 + ["fl", "Taiwan"]))
         >>> detect(col).params["convention"], detect(col).examples
@@ -148,21 +164,36 @@ def detect(column: ColumnValues) -> Finding | None:
 
 def fix(value: str, convention: str | None, exceptions: dict[str, str], letters: str | None = None,
         keep: tuple[str, ...] = ()) -> str:
-    """What the rule makes of one value: kept when frequent or holding a stray letter, else its exception,
-    else the convention, else the value."""
+    """What the rule makes of one value: kept when the file writes it so on purpose (`keep`) or when it holds a
+    stray letter, else its spelling in the table, else the convention, else the value. Without a convention
+    the table rewrites a spelling only when it, or the spelling it would take, is written all in one case:
+    "JoAnne" beside "Joanne" may be another name, "JOANNE" is not.
+
+    Example:
+        >>> fix("COLUMBUS", None, {"columbus": "Columbus"}), fix("ColumBus", None, {"columbus": "Columbus"})
+        ('Columbus', 'ColumBus')
+        >>> fix("ca", "upper", {}), fix("ca", "upper", {}, keep=("ca",))
+        ('CA', 'ca')
+    """
     if value in keep or (letters is not None and foreign_letters(value, letters)):
         return value
     key = _SPACES.sub(" ", value.strip()).casefold()
-    if key in exceptions:
-        return exceptions[key]
+    spelling = exceptions.get(key)
+    if spelling is not None and (convention or _one_case(value) or _one_case(spelling)):
+        return spelling
     return convert(value, convention) if convention else value
+
+
+def _one_case(value: str) -> bool:
+    return style(value) in ("upper", "lower")
 
 
 def case_rule(column: ColumnValues) -> tuple[str | None, dict[str, str], str, tuple[str, ...]]:
     """What the rule for a column whose values repeat needs: its case convention (None when it has none, or
-    holds people's names, whose case is the person's own), the table of exceptions to it (case-folded value
-    -> spelling), the letters its established values use (a value with another letter is left alone), and the
-    spellings frequent enough to be kept whatever the rule says."""
+    holds people's names, whose case is the person's own), its table (case-folded value -> spelling: the
+    exceptions to the convention, or without one each value's spelling), the letters its established values
+    use (a value with another letter is left alone), and the spellings the file writes on purpose, kept
+    whatever the rule says (see `KEEP_SHARE`, `KEEP_CELLS`)."""
     values = column.meaningful
     keys: dict[str, dict[str, int]] = {}
     for value, n in values.items():
@@ -181,15 +212,16 @@ def case_rule(column: ColumnValues) -> tuple[str | None, dict[str, str], str, tu
             distinct[style(value)] += 1
     cased = sum(styles.values())
     usual = max(STYLES, key=lambda s: (styles[s], -STYLES.index(s)))
+    # the column writes its values one way; with many distinct values so written, that is a rule for new values too
+    uniform = cased >= MIN_CONVENTION_CELLS and styles[usual] >= CONVENTION_SHARE * cased
     strong = (
-        cased >= MIN_CONVENTION_CELLS
-        and styles[usual] >= CONVENTION_SHARE * cased
+        uniform
         and distinct[usual] >= MIN_CONVENTION_VALUES
         and distinct[usual] >= CONVENTION_VALUE_SHARE * sum(distinct.values())
     )
     if not strong or holds_person_names(column.name):
         table = _variant_table(keys, usual)
-        return None, table, letters, _kept(keys, table, None, cells)
+        return None, table, letters, _kept(keys, table, None, cells, uniform)
     exceptions: dict[str, tuple[int, str]] = {}
     for key, spellings in keys.items():
         canonical = _canonical(spellings, usual)
@@ -200,29 +232,32 @@ def case_rule(column: ColumnValues) -> tuple[str | None, dict[str, str], str, tu
             exceptions[key] = (sum(spellings.values()), canonical)
     kept = sorted(exceptions.items(), key=lambda item: (-item[1][0], item[0]))[:MAX_EXCEPTIONS]
     table = {key: canonical for key, (_, canonical) in sorted(kept)}
-    return usual, table, letters, _kept(keys, table, usual, cells)
+    return usual, table, letters, _kept(keys, table, usual, cells, uniform)
 
 
-def _kept(keys: dict[str, dict[str, int]], table: dict[str, str], convention: str | None, cells: int) -> tuple[str, ...]:
-    """The spellings the rule would rewrite that are frequent in the column: too common to be a slip. A value
-    the file already writes two ways on many rows each ("eng" 464, "ENG" 23) has no one right spelling, so
-    its rare third one ("Eng" on 2 rows) is kept too: nothing says it is the wrong one."""
+def _kept(keys: dict[str, dict[str, int]], table: dict[str, str], convention: str | None, cells: int,
+          uniform: bool) -> tuple[str, ...]:
+    """The spellings the rule would rewrite that the file writes on purpose: on a real share of their value's
+    rows (in a column written one way, `uniform`) or on many rows (in one written several ways), or common in
+    the column. A value the file writes two such ways ("eng" 464, "ENG" 23 where the column mixes cases) has no
+    one right spelling, so its rare third one ("Eng" on 2 rows) is kept too: nothing says it is the wrong one."""
     kept = []
     for key, spellings in keys.items():
-        settled = sum(1 for n in spellings.values() if n >= KEEP_CELLS) >= 2
+        total = sum(spellings.values())
+        settled = sum(1 for n in spellings.values() if _on_purpose(n, total, uniform)) >= 2
         for value, n in spellings.items():
-            target = table.get(key) or (convert(value, convention) if convention else value)
-            if target == value:
+            if fix(value, convention, table) == value:
                 continue
-            if settled:
-                kept.append(value)
-                continue
-            common = n >= FREQUENT_SHARE * cells
-            # beside the spelling it would become, a spelling is frequent unless that one is far more common
-            rivals = target in spellings and n * SPELLING_RATIO > spellings[target]
-            if n >= KEEP_CELLS or n >= FREQUENT_CELLS and (common or rivals):
+            own = len(spellings) > 1 and _on_purpose(n, total, uniform)
+            common = n >= FREQUENT_CELLS and n >= FREQUENT_SHARE * cells
+            if settled or own or common:
                 kept.append(value)
     return tuple(sorted(kept))
+
+
+def _on_purpose(n: int, total: int, uniform: bool) -> bool:
+    """Whether a spelling on `n` of its value's `total` rows is a way the file writes the value, not a slip."""
+    return n >= FREQUENT_CELLS and (n >= KEEP_SHARE * total or (not uniform and n >= KEEP_CELLS))
 
 
 def _canonical(spellings: dict[str, int], convention: str) -> str | None:
@@ -239,21 +274,22 @@ def _canonical(spellings: dict[str, int], convention: str) -> str | None:
 
 
 def _variant_table(keys: dict[str, dict[str, int]], usual: str) -> dict[str, str]:
-    """For a column with no convention: each value with case variants -> its spelling in the column's
-    usual style if it has one, else its most frequent spelling, when that spelling is far more common. A group counts when one of its spellings
-    is all lower or all upper case ("new york", "NEW YORK"): spellings that differ inside a word
-    ("JoAnne", "Joanne") are often different names; values with digits are codes and are left alone."""
+    """For a column with no convention: each value -> its spelling in the column's usual style if it has one,
+    else its most frequent spelling, when that spelling is far more common than the others. Values with one
+    spelling are listed too, so that the next drop's "COLUMBUS" finds "Columbus". A value written several ways
+    all with capitals inside ("JoAnne", "Joanne") is left out (often different names); so are values with
+    digits (codes). The values on most rows come first, up to `MAX_EXCEPTIONS`."""
     table: dict[str, str] = {}
     ranked = sorted(keys.items(), key=lambda item: (-sum(item[1].values()), item[0]))
     for key, spellings in ranked:
-        if len(spellings) < 2 or _DIGIT.search(key) or not _LETTER.search(key):
+        if _DIGIT.search(key) or not _LETTER.search(key):
             continue
-        if all(style(s) in ("title", "mixed") for s in spellings):
+        if len(spellings) > 1 and not any(_one_case(s) for s in spellings):
             continue
         in_style = {s: n for s, n in spellings.items() if style(s) == usual}
         pool = in_style or spellings
         canonical = min(pool, key=lambda s: (-pool[s], style(s) not in ("title", "mixed"), s))
-        if spellings[canonical] < SPELLING_RATIO * max(n for s, n in spellings.items() if s != canonical):
+        if spellings[canonical] < SPELLING_RATIO * max((n for s, n in spellings.items() if s != canonical), default=0):
             continue  # no spelling is far more common than the others: nothing says which is right
         table[_SPACES.sub(" ", key.strip())] = canonical
         if len(table) >= MAX_EXCEPTIONS:

@@ -2,11 +2,18 @@
 "December 1, 1965", "15-Mar-85", "3/22/1978 7:10 PM").
 
 The column's own format is the one most of its cells use; the other cells are what is off. ISO 8601 is what a
-user may ask for, not what the detector imposes: a column written "2012/01/01" throughout is consistent."""
+user may ask for, not what the detector imposes: a column written "2012/01/01" throughout is consistent.
+
+A numeric date such as "05.11.2008" reads two ways. Its layout ("NN.NN.NNNN": the separator and the year's
+width) is what one writer keeps, so the order is decided per layout, from the column's own dates: a first
+number above 12 shows the layout is day first, a second one that it is month first. A layout showing both
+orders, or neither, settles nothing: its dates that read both ways are labelled with the layout itself
+("NN.NN.NNNN"), a writing no date is rewritten from or into."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 
 import pandas as pd
 
@@ -31,7 +38,12 @@ DATE_SHAPE = (
 _ISO = re.compile(ISO)
 _SHAPE = re.compile(DATE_SHAPE)
 _LETTERS = re.compile(r"[^\W\d_]")
-_NUMERIC = re.compile(r"(\d{1,2})[/.-](\d{1,2})[/.-]\d{2,4}\b")
+#: A numeric date with the day and month first in some order: (number, separator, number, year).
+NUMERIC_DATE = r"(\d{1,2})([/.-])(\d{1,2})\2(\d{4}|\d{2})\b"
+_NUMERIC = re.compile(NUMERIC_DATE)
+#: The day and month of a strptime format, in some order ("%d.%m.%Y"): (separator, year directive).
+_FORMAT_LAYOUT = re.compile(r"%[dm]([/.-])%[md]\1%([Yy])")
+_LAYOUT = re.compile(r"NN([/.-])NN\1N{2}(?:N{2})?")
 
 YEAR_FIRST = ("%Y-%m-%d", "%Y/%m/%d", "%Y.%m.%d")
 MONTH_FIRST = ("%m/%d/%Y", "%m/%d/%y", "%m-%d-%Y", "%m.%d.%Y")
@@ -48,9 +60,12 @@ MIN_ROUND_TRIP = 0.95
 YEARS_BEFORE, YEARS_AFTER = 100, 1
 
 
-def candidate_formats(dayfirst: bool) -> tuple[str, ...]:
-    """Every format tried, in order; for "03/04/2020" the first that parses decides, hence `dayfirst`."""
-    numeric = YEAR_FIRST + (DAY_FIRST + MONTH_FIRST if dayfirst else MONTH_FIRST + DAY_FIRST)
+def candidate_formats(day_first: Mapping[str, bool]) -> tuple[str, ...]:
+    """Every format tried, in order. A numeric layout in `day_first` (see `day_first_layouts`) is read only in
+    its order; any other is tried both ways, for the dates a number above 12 settles ("25/12/2020")."""
+    numeric = YEAR_FIRST
+    for day, month in zip(DAY_FIRST, MONTH_FIRST):
+        numeric += {True: (day,), False: (month,)}.get(day_first.get(layout_of(day)), (month, day))
     timed = tuple(f"{d} {t}" for d in numeric for t in TIMES) + ("%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S")
     return numeric + WORDED + timed + ("%a %b %d %H:%M:%S %Y",)
 
@@ -60,25 +75,63 @@ def has_time(fmt: str) -> bool:
     return "%H" in fmt or "%I" in fmt
 
 
+def layout_of(label: str) -> str | None:
+    """The numeric layout a format label writes the day and month in ("%d.%m.%Y %H:%M" -> "NN.NN.NNNN"; a
+    layout label is its own), or None when the label leaves no doubt which is which (ISO, worded months)."""
+    if _LAYOUT.fullmatch(label):
+        return label
+    m = _FORMAT_LAYOUT.search(label)
+    return _layout(m[1], 4 if m[2] == "Y" else 2) if m else None
+
+
+def writable(label: str, day_first: Mapping[str, bool]) -> bool:
+    """Whether a date written in `label` reads one way: not in a numeric layout whose order is unsettled.
+
+    Example:
+        >>> writable("%d.%m.%Y", {"NN.NN.NNNN": True}), writable("%m/%d/%Y", {"NN.NN.NNNN": True})
+        (True, False)
+    """
+    layout = layout_of(label)
+    return layout is None or layout in day_first
+
+
+def day_first_layouts(values: Iterable[str]) -> dict[str, bool]:
+    """Per numeric layout of `values`, whether its dates are written day first (True) or month first (False),
+    for the layouts whose dates show one order only: a first number above 12 is a day, so is a second one.
+
+    Example:
+        >>> day_first_layouts(["16.11.2007", "05.11.2008", "11/16/2007", "03-04-2008", "13-04-2008", "04-13-2008"])
+        {'NN.NN.NNNN': True, 'NN/NN/NNNN': False}
+    """
+    shown: dict[str, set[bool]] = {}
+    for value in values:
+        m = _NUMERIC.match(value)
+        if m:
+            first, second = int(m[1]), int(m[3])
+            if 12 < max(first, second) <= 31 and 1 <= min(first, second) <= 12:
+                shown.setdefault(_layout(m[2], len(m[4])), set()).add(first > 12)
+    return {layout: orders.pop() for layout, orders in sorted(shown.items()) if len(orders) == 1}
+
+
 def detect(column: ColumnValues) -> Finding | None:
     """Find cells of a date column not written in its own (most common) format, when the column mixes formats.
 
-    A column written in one format throughout is consistent and not flagged. Day or month first is read
-    from the values that settle it (a first number above 12 is a day); without evidence, month first.
+    A column written in one format throughout is consistent and not flagged. Day or month first is read per
+    layout from the values that settle it (see `day_first_layouts`); `params["day_first"]` holds that order.
 
     Example:
         >>> col = ColumnValues.of("d", pd.Series(["1978-03-22", "03/22/1978", "December 1, 1965", "2001-01-05"]))
         >>> f = detect(col)
-        >>> f.count, f.params["dominant"], f.params["formats"], f.params["dayfirst"]
-        (2, 'ISO 8601', ['%m/%d/%Y', '%B %d, %Y'], False)
+        >>> f.count, f.params["dominant"], f.params["formats"], f.params["day_first"]
+        (2, 'ISO 8601', ['%m/%d/%Y', '%B %d, %Y'], {'NN/NN/NNNN': False})
     """
     values = column.meaningful
     sample = dict(list(values.items())[:SAMPLE_VALUES])  # most columns are obviously not dates
     if not sample or not _shaped(sample) or not _shaped(values):
         return None
-    dayfirst = _day_first(values)
-    formats = candidate_formats(dayfirst)
-    labels = _classify(values, formats)
+    day_first = day_first_layouts(values)
+    formats = candidate_formats(day_first)
+    labels = _classify(values, formats, day_first)
     if labels is None:
         return None
     cells: dict[str, int] = {}
@@ -96,18 +149,21 @@ def detect(column: ColumnValues) -> Finding | None:
         column=column.name,
         count=n,
         message=(
-            f"{n} cells of {column.name!r} write dates in {len(seen) + (ISO_LABEL in cells and dominant != ISO_LABEL)} "
+            f"{n} cells of {column.name!r} write dates in {len(cells) - 1} "
             f"format(s) other than the column's own, {dominant} ({cells[dominant]} of {sum(cells.values())} cells)"
         ),
         examples=top_examples(to_fix),
-        params={"formats": seen, "dominant": dominant, "dayfirst": dayfirst, "format_cells": cells,
+        params={"formats": seen, "dominant": dominant, "day_first": day_first, "format_cells": cells,
                 "first": first, "last": last, "round_trip": round_trip},
     )
 
 
 def _dominant_dates(words: list[str], fmt: str) -> tuple[str, str, float]:
     """The earliest and latest date (ISO) written in the column's own format, and the share of those values
-    that come back unchanged when parsed and written again in it (1.0 for ISO 8601)."""
+    that come back unchanged when parsed and written again in it (1.0 for ISO 8601; 0.0 for a layout label, whose
+    dates read two ways)."""
+    if layout_of(fmt) == fmt:
+        return "", "", 0.0
     text = pd.Series(words, dtype=object)
     try:  # ISO values may carry several UTC offsets: compare them in UTC
         parsed = pd.to_datetime(text, format="ISO8601" if fmt == ISO_LABEL else fmt, errors="coerce",
@@ -126,32 +182,27 @@ def _shaped(values: dict[str, int]) -> bool:
     return shaped >= MIN_DATE_SHARE * sum(values.values())
 
 
-def _day_first(values: dict[str, int]) -> bool:
-    day_first = month_first = 0
-    for value, n in values.items():
-        m = _NUMERIC.match(value)
-        if m:
-            first, second = int(m[1]), int(m[2])
-            day_first += n * (first > 12 >= second)
-            month_first += n * (second > 12 >= first)
-    return day_first > month_first
+def _layout(separator: str, year_digits: int) -> str:
+    """A numeric date's layout: "NN" for the day and the month, the separator, "N" for each digit of the year."""
+    return f"NN{separator}NN{separator}{'N' * year_digits}"
 
 
-def _classify(values: dict[str, int], formats: tuple[str, ...]) -> dict[str, str] | None:
-    """The format of each distinct value that parses (ISO_LABEL or a strptime format), or None when the
-    column is not mostly dates. The most frequent values go first so non-date columns fail fast."""
+def _classify(values: dict[str, int], formats: tuple[str, ...], day_first: Mapping[str, bool]) -> dict[str, str] | None:
+    """The format of each distinct value that parses (ISO_LABEL, a strptime format, or the layout of a date
+    that reads two ways), or None when the column is not mostly dates. The most frequent values go first so
+    non-date columns fail fast."""
     ranked = sorted(values, key=lambda v: (-values[v], v))
     head, tail = ranked[:SAMPLE_VALUES], ranked[SAMPLE_VALUES:]
-    labels = _labels(head, formats)
+    labels = _labels(head, formats, day_first)
     if sum(values[v] for v in labels) < MIN_DATE_SHARE * sum(values[v] for v in head):
         return None
-    labels.update(_labels(tail, formats))
+    labels.update(_labels(tail, formats, day_first))
     if sum(values[v] for v in labels) < MIN_DATE_SHARE * sum(values.values()):
         return None
     return labels
 
 
-def _labels(words: list[str], formats: tuple[str, ...]) -> dict[str, str]:
+def _labels(words: list[str], formats: tuple[str, ...], day_first: Mapping[str, bool]) -> dict[str, str]:
     labels = {w: ISO_LABEL for w in words if _ISO.fullmatch(w)}
     # a format only sees the values that can fit it: with or without a time, with or without words
     pending: dict[tuple[bool, bool], list[str]] = {}
@@ -167,4 +218,15 @@ def _labels(words: list[str], formats: tuple[str, ...]) -> dict[str, str]:
         hits = parsed.notna().to_numpy()
         labels.update((w, fmt) for w, hit in zip(todo, hits) if hit)
         pending[kind] = [w for w, hit in zip(todo, hits) if not hit]
+    # "03/04/2020" in a layout whose order is unsettled parsed with whichever format came first: it is a date,
+    # but in no format of its own
+    for w, label in labels.items():
+        layout = layout_of(label)
+        if layout is not None and layout not in day_first and _reads_both_ways(w):
+            labels[w] = layout
     return labels
+
+
+def _reads_both_ways(value: str) -> bool:
+    m = _NUMERIC.match(value)
+    return bool(m) and 1 <= int(m[1]) <= 12 and 1 <= int(m[3]) <= 12

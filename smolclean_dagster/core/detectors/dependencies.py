@@ -100,6 +100,10 @@ SHARED_GROUP_ROWS, SHARED_COLUMNS = 2, 2
 #: the key; a slip is a typing error or two: one edit per `SLIP_CHARS_PER_EDIT` characters (at least one), between
 #: values of `MIN_SLIP_LENGTH` characters or more.
 SLIP_CHARS_PER_EDIT, MIN_SLIP_LENGTH = 5, 4
+#: A number is an attribute of a row's own item as often as of its entity (a brewery cans most of its beers in
+#: 12 oz, and some in 16.9 oz): in a dependent column whose distinct values are mostly numbers (this share),
+#: only a slip of the key's value is repaired ("3563x" -> "35631"), never a number far from it.
+NUMBERS = 0.9
 #: Keys kept over all the tables of one drop, best-supported first (about 30 characters of code each).
 MAX_TABLE_ENTRIES = 2500
 #: Keys of the witness tables one repairing function embeds, best-supported first: a row's key is doubted only
@@ -142,6 +146,8 @@ class Dependencies:
     #: Dependencies every row keeps (nothing to repair) on a determinant that repairs another column: they
     #: only testify whether a row's key is right (a zip code whose county and state the row contradicts).
     witnesses: tuple[Dependency, ...] = ()
+    #: Dependents written as numbers: only a slip of the key's value is repaired there (see `NUMBERS`).
+    numeric: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.dependencies or self.conditions)
@@ -159,7 +165,7 @@ class Dependencies:
         witnesses = [d for d in (*self.dependencies, *self.witnesses)
                      if d.dependent not in keep and d.determinant in determinants and d.source is None]
         return Dependencies(kept, tuple(c for c in self.conditions if c.dependent in keep), self.protected,
-                            tuple(_bounded(witnesses, MAX_WITNESS_ENTRIES)))
+                            tuple(_bounded(witnesses, MAX_WITNESS_ENTRIES)), tuple(c for c in self.numeric if c in keep))
 
 
 def cell_keys(series: pd.Series) -> pd.Series:
@@ -218,8 +224,9 @@ def learn(frame: pd.DataFrame) -> Dependencies:
     order = {c: i for i, c in enumerate(columns)}
     repairing.sort(key=lambda d: order[d.dependent])
     witnesses.sort(key=lambda d: (order[d.dependent], d.determinant))
+    numeric = tuple(b for b in dict.fromkeys(d.dependent for d in repairing) if _numbers(values[b]))
     return Dependencies(tuple(_bounded(repairing)), tuple(conditions), tuple(protected),
-                        tuple(_bounded(witnesses, MAX_TABLE_ENTRIES // 2)))
+                        tuple(_bounded(witnesses, MAX_TABLE_ENTRIES // 2)), numeric)
 
 
 def _bounded(found: list[Dependency], limit: int = MAX_TABLE_ENTRIES) -> list[Dependency]:
@@ -258,6 +265,16 @@ def _measures(values) -> bool:
     text = [str(v) for v in values]
     hits = sum(1 for v in text if _NUMBER_WITH_FRACTION.fullmatch(v) or _DATE_OR_TIME.search(v))
     return bool(text) and hits >= MEASUREMENT_SHARE * len(text)
+
+
+def _numbers(values) -> bool:
+    """Whether a column's distinct values are mostly numbers (`NUMBERS`)."""
+    text = [str(v).replace(",", "") for v in values]
+    hits = sum(1 for v in text if _NUMBER.fullmatch(v))
+    return bool(text) and hits >= NUMBERS * len(text)
+
+
+_NUMBER = re.compile(r"[-+]?\d*\.?\d+")
 
 
 def _shared_keys(plain: dict[str, list[Dependency]], codes) -> set[tuple[str, str]]:
@@ -504,6 +521,7 @@ def repair(frame: pd.DataFrame, learned: Dependencies, *, rounds: int = 10, fill
                 change &= key(b).notna()
             if not voted:
                 held, held_valid = key(b).notna(), key(b).isin(valid)
+                backed &= b not in learned.numeric
                 change &= ~held | conditioned | (backed & (strong | ~held_valid)) | (_slips(key(b), proposal) & ~held_valid)
             if not voted and change.any():
                 change &= _fits(out, b, key, proposal, learned)

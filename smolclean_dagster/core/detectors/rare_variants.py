@@ -1,17 +1,23 @@
 """Detector: rare values one or two typing errors away from a frequent value of a categorical column
-("Premum" beside 120 "Premium"; "birminghxm" beside "birmingham"), written backwards ("ESLAF" beside "FALSE"),
-or holding a stray character the column's values never use ("TRU\u0140E" beside "TRUE").
+("Premum" beside 120 "Premium"; "birminghxm" beside "birmingham"; "Los nAgeles" beside "Los Angeles"), written
+backwards ("ESLAF" beside "FALSE"), or holding a stray character the column's values never use ("TRU\u0140E"
+beside "TRUE").
 
 Do no harm: a map goes from a value of one or two cells to one far more frequent (by cells), within an edit
 distance that grows with the word's length; a frequent value is never rewritten, and a rare value whose
-nearest frequent values are equally close stays as it is (nothing says which was meant)."""
+nearest frequent values are equally close stays as it is (nothing says which was meant).
+
+What the fix carries to the next drop is the column, not only the slips seen: its valid values with the rows
+that held them (`vocabulary`), so the function decides a value it never saw by the same evidence (a value of
+the column is never rewritten; another one is judged as `variant_mapping` judges a value of one cell).
+"""
 
 from __future__ import annotations
 
 import re
 
 from rapidfuzz import process
-from rapidfuzz.distance import Levenshtein
+from rapidfuzz.distance import OSA, Levenshtein
 
 from ..findings import Finding
 from .cells import ColumnValues, holds_person_names, top_examples, without_stray
@@ -33,24 +39,36 @@ MIN_LENGTH = 5
 #: Characters per allowed edit (at least one edit): 1 edit below 20 characters, 2 below 30, ...
 #: Real neighbouring categories differ by a word ("Red Ale", "Red Lager"), typos by a letter or two.
 CHARS_PER_EDIT = 10
+#: Two neighbouring letters swapped are one slip in a value this long ("Los nAgeles"); in a shorter word they
+#: count as two edits, as they often make another word there ("Dairy", "Diary"; "Trail", "Trial").
+MIN_SWAP_LENGTH = CHARS_PER_EDIT
 #: Bound the fuzzy matching work on very wide vocabularies.
 MAX_RARE_VALUES = 2000
 #: Corrections kept at most (the table a function embeds stays reviewable and under the gate's limit).
 MAX_CORRECTIONS = 300
+#: A value the function never saw counts as one cell: what it is a slip of needs this many.
+UNSEEN_TARGET_CELLS = max(MIN_FREQUENT_CELLS, MIN_FREQUENCY_RATIO)
+#: Valid values a function embeds at most, those on most rows first (and every correction's target): a
+#: categorical column of a 2,000-row drop has at most 200; beyond the bound a rare value of a very wide column
+#: is judged as a value never seen (as the detector judges a value of one row), never the frequent ones.
+MAX_VOCABULARY = 400
 
 #: Words only: in codes ("scip-card-2", "AA-3859") one character is a different thing, not a typo.
-_WORD = re.compile(r"[^\d]*[^\W\d_][^\d]*")
+WORD = r"[^\d]*[^\W\d_][^\d]*"
+_WORD = re.compile(WORD)
 
 
 def detect(column: ColumnValues) -> Finding | None:
     """Find rare spellings close to a frequent one; params map each to the frequent spelling. Columns of
     people's names (see `holds_person_names`) are left alone: a rare name is a person's own spelling.
 
+    `vocabulary` holds the column's other values with their cells: what a value never seen is judged by.
+
     Example:
         >>> import pandas as pd
         >>> col = ColumnValues.of("plan", pd.Series(["Premium"] * 6 + ["Premum", "Basic", "Basic"]))
         >>> detect(col).params
-        {'mapping': {'Premum': 'Premium'}}
+        {'mapping': {'Premum': 'Premium'}, 'vocabulary': {'Premium': 6, 'Basic': 2}}
     """
     if holds_person_names(column.name):  # "Smyth" beside forty "Smith" is somebody's name, not a typo
         return None
@@ -69,8 +87,22 @@ def detect(column: ColumnValues) -> Finding | None:
             f"(e.g. {first!r} -> {mapping[first]!r})"
         ),
         examples=top_examples(variants),
-        params={"mapping": mapping},
+        params={"mapping": mapping, "vocabulary": vocabulary(column.meaningful, mapping)},
     )
+
+
+def vocabulary(values: dict[str, int], mapping: dict[str, str]) -> dict[str, int]:
+    """The column's valid values with their cells: every value but the slips, those on most cells first, at
+    most `MAX_VOCABULARY` (and every value a slip becomes, so a fixed value is never judged again).
+
+    Example:
+        >>> vocabulary({"Premium": 6, "Premum": 1, "Basic": 2}, {"Premum": "Premium"})
+        {'Premium': 6, 'Basic': 2}
+    """
+    ranked = sorted(((v, n) for v, n in values.items() if v not in mapping), key=lambda item: (-item[1], item[0]))
+    kept = dict(ranked[:MAX_VOCABULARY])
+    kept.update({v: values.get(v, 0) for v in mapping.values() if v not in kept})
+    return kept
 
 
 def variant_mapping(values: dict[str, int]) -> dict[str, str]:
@@ -92,8 +124,8 @@ def variant_mapping(values: dict[str, int]) -> dict[str, str]:
     for value, n in rare[-MAX_RARE_VALUES:]:
         allowed = max(1, len(value) // CHARS_PER_EDIT)
         limit = sum(1 for _, m in frequent if m >= n * MIN_FREQUENCY_RATIO)  # `frequent` is sorted by cells
-        close = process.extract(value.casefold(), choices[:limit], scorer=Levenshtein.distance, score_cutoff=allowed,
-                                limit=2)
+        scorer = OSA.distance if len(value) >= MIN_SWAP_LENGTH else Levenshtein.distance
+        close = process.extract(value.casefold(), choices[:limit], scorer=scorer, score_cutoff=allowed, limit=2)
         if close and close[0][1] > 0 and (len(close) == 1 or close[1][1] > close[0][1]):
             targets[value] = frequent[close[0][2]][0]  # distance 0 is a case variant: the case detector's job
     targets.update(garbled_mapping(values))
