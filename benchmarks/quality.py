@@ -309,11 +309,13 @@ def learn_and_score(folder: Path, workdir: Path, options: dict) -> Run:
 
     name = label(folder)
     settings = DatasetSettings(name=folder.name, workdir=workdir, **_analyst(options))
-    started = time.perf_counter()
-    outcome = learn(settings, folder / "dirty.csv", log_level="ERROR")
-    seconds = time.perf_counter() - started
     dirty = read_text_frame(folder / "dirty.csv")
     clean = read_text_frame(folder / "clean.csv")
+    labels = user_labels(folder / "dirty.csv", dirty, clean, workdir.parent / f"{workdir.name}_labels.csv",
+                         options.get("labels", 0))
+    started = time.perf_counter()
+    outcome = learn(settings, folder / "dirty.csv", log_level="ERROR", labels=labels)
+    seconds = time.perf_counter() - started
     cleaned = cleaned_as_text(outcome.cleaned)
     half = len(dirty) // 2
     return Run(
@@ -341,8 +343,11 @@ def next_drop(folder: Path, workdir: Path, options: dict, run: Run) -> None:
     dirty.iloc[:half].to_csv(first, index=False)
     dirty.iloc[half:].to_csv(second, index=False)
     settings = DatasetSettings(name=folder.name, workdir=workdir / "work", **_analyst(options))
+    # the user labels rows of the first drop only: the second is the drop the module has never seen
+    labels = user_labels(first, dirty.iloc[:half], clean.iloc[:half], workdir / "first_half_labels.csv",
+                         options.get("labels", 0))
     started = time.perf_counter()
-    outcome = learn(settings, first, log_level="ERROR")
+    outcome = learn(settings, first, log_level="ERROR", labels=labels)
     sandbox = Sandbox()
     try:
         out = workdir / "second_half.cleaned.parquet"
@@ -353,6 +358,22 @@ def next_drop(folder: Path, workdir: Path, options: dict, run: Run) -> None:
     run.next_drop_functions = _function_names(settings)
     tail = [f.iloc[half:].reset_index(drop=True) for f in (dirty, clean)]
     run.next_drop = score_frames(*tail, cleaned_as_text(out))
+
+
+def user_labels(drop: Path, dirty: pd.DataFrame, clean: pd.DataFrame, out: Path, n: int) -> Path | None:
+    """Play the user of `smolclean label`: the `n` rows it picks from the drop, with their clean values (the
+    drop's header, `_row` first), as the file `--labels` reads. Nothing else of the clean file is looked at."""
+    if not n:
+        return None
+    from smolclean_dagster.core.labels import ROW, pick_rows
+
+    picked = pick_rows(dirty.reset_index(drop=True), n)
+    truth = clean.reset_index(drop=True).iloc[picked].copy()
+    truth.columns = dirty.columns  # the clean file may name its columns otherwise; cells align by position
+    truth.insert(0, ROW, [p + 1 for p in picked])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    truth.to_csv(out, index=False)
+    return out
 
 
 def _analyst(options: dict) -> dict:
@@ -419,8 +440,9 @@ def report(runs: list[Run], machine: dict, options: dict) -> str:
     headers = [f"{n} ({_size_note(n, r.rows)})" if n in PUBLISHED_ROWS else n for n, r in zip(names, runs)]
     published = [[system, *[scores.get(n) for n in names]] for system, scores in PUBLISHED.items()]
     who = options.get("analyst", "rules")
-    published.insert(0, [f"smolclean, {who}, 0 labels: exact F1, whole file", *[r.score.exact.f1 for r in runs]])
-    published.insert(1, [f"smolclean, {who}, 0 labels: exact F1, next drop",
+    n = options.get("labels", 0)
+    published.insert(0, [f"smolclean, {who}, {n} labels: exact F1, whole file", *[r.score.exact.f1 for r in runs]])
+    published.insert(1, [f"smolclean, {who}, {n} labels: exact F1, next drop",
                          *[r.next_drop.exact.f1 if r.next_drop else None for r in runs]])
     beside = table(["F1 of error correction", *headers], published)
     settings = ", ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in options.items())
@@ -452,6 +474,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunk-budget", type=int, default=None, help="chunks analysed per drop (default: the setting's)")
     parser.add_argument("--max-steps", type=int, default=None, help="steps per chunk (default: the setting's)")
     parser.add_argument("--concurrency", type=int, default=None, help="chunks at once (default: the setting's)")
+    parser.add_argument("--labels", type=int, default=0, metavar="N",
+                        help="play the user: the N rows `smolclean label` picks get their clean values (default: 0)")
     parser.add_argument("--no-write", action="store_true", help="print only; do not write results/quality.json")
     parser.add_argument("--no-next-drop", action="store_true", help="skip learning on the first half of each file")
     parser.add_argument("--model", default=None, help="a litellm model string: learn with the hybrid analyst")
@@ -475,7 +499,8 @@ def main(argv: list[str] | None = None) -> int:
         folders = [p for p in folders if p.name in args.datasets or label(p) in args.datasets]
     options = {k: v for k, v in (("chunk_budget", args.chunk_budget), ("max_steps", args.max_steps),
                                  ("concurrency", args.concurrency), ("instructions", args.instructions),
-                                 ("model", args.model), ("api_base", args.api_base), ("api_key", args.api_key))
+                                 ("model", args.model), ("api_base", args.api_base), ("api_key", args.api_key),
+                                 ("labels", args.labels or None))
                if v is not None}
     from smolclean_dagster.settings import DatasetSettings
 

@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict
 from .asset_keys import DatasetKeys
 from .core.analysts.drop_findings import left_as_written
 from .core.drops import read_drop
+from .core.label_store import stored_labels
+from .core.labels import Labels
 from .core.errors import SmolcleanError
 from .core.instructions import open_items, split_instructions
 from .core.loop import ChunkWork, LoopSettings, clean_with, run_chunk
@@ -160,7 +162,8 @@ def chunk_functions_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDef
         sandbox = smolclean_sandbox.get()
         steps = []
         chosen = plan.chunk(context.partition_key)
-        loop_settings = _loop_settings(s, chosen.steps or s.max_steps, chosen.tokens)
+        loop_settings = _loop_settings(s, chosen.steps or s.max_steps, chosen.tokens,
+                                       labels=stored_labels(store, plan.drop, df))
         for step in run_chunk(work, smolclean_llm.analyst_for(s), store.registry, sandbox, loop_settings):
             context.log.info(f"{context.partition_key}: {step.kind} {step.model_dump(exclude={'code', 'issues'})}")
             steps.append(step)
@@ -172,6 +175,6 @@ def chunk_functions_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDef
     return chunk_functions
 
 
-def _loop_settings(s: DatasetSettings, max_steps: int, max_tokens: int = 0) -> LoopSettings:
+def _loop_settings(s: DatasetSettings, max_steps: int, max_tokens: int = 0, *, labels: Labels | None = None) -> LoopSettings:
     return LoopSettings(max_steps=max_steps, instructions=s.instructions, timeout_s=s.timeout_s,
-                        items=split_instructions(s.instructions), max_tokens=max_tokens)
+                        items=split_instructions(s.instructions), max_tokens=max_tokens, labels=labels)

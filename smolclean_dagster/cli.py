@@ -41,9 +41,19 @@ def _parser() -> argparse.ArgumentParser:
     learn.add_argument("--model", default=None, help="litellm model string (or SMOLCLEAN_MODEL)")
     learn.add_argument("--api-base", default=None, help="API base URL (or SMOLCLEAN_API_BASE)")
     learn.add_argument("--api-key", default=None, help="API key (or SMOLCLEAN_API_KEY)")
+    learn.add_argument("--labels", type=Path, default=None, metavar="FILE",
+                       help="rows of FILE you corrected (from `smolclean label`, or rows of a cleaned output with "
+                            "their _row): ground truth every function is held to")
     learn.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="any dataset setting, repeatable: --set llm_timeout_s=1800 --set apply_workers=2 "
                             "(KEY= unsets one); over the workdir's datasets/NAME.yaml when there is one")
+
+    label = sub.add_parser("label", help="pick the rows of a file whose correction teaches the most, to correct by hand")
+    label.add_argument("file", type=Path)
+    label.add_argument("--name", required=True, help="dataset name (letters, digits, '_')")
+    label.add_argument("--rows", type=int, default=20, help="rows to pick (20)")
+    label.add_argument("-o", "--output", type=Path, required=True,
+                       help="the file to write: .csv for CSV drops (.tsv for TSV), .jsonl for JSON drops")
 
     apply = sub.add_parser("apply", help="clean a file with an exported module (in the sandbox)",
                            usage="smolclean apply (MODULE FILE | FILE --name NAME [--version N]) -o OUT")
@@ -90,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         commands = {"demo": _demo, "learn": _learn, "apply": _apply, "ui": _ui, "versions": _versions,
-                    "approve": _approve, "rollback": _rollback}
+                    "approve": _approve, "rollback": _rollback, "label": _label}
         return commands[args.command](args)
     except SmolcleanError as exc:
         # A user's error (a file, a setting): one paragraph saying what to do; the traceback only with -v.
@@ -163,8 +173,22 @@ def _learn(args: argparse.Namespace) -> int:
     from .learning import learn
 
     settings = _learn_settings(args)
-    _print_outcome(learn(settings, args.file, log_level=_log_level(args)), settings.drops_dir)
+    if args.labels is not None:
+        from .core.labels import read_labels
+
+        print(f"[{settings.name}] {read_labels(args.labels, args.file).summary()}")
+    _print_outcome(learn(settings, args.file, log_level=_log_level(args), labels=args.labels), settings.drops_dir)
     _print_version(settings)
+    return 0
+
+
+def _label(args: argparse.Namespace) -> int:
+    from .core.labels import write_label_sample
+
+    out, rows = write_label_sample(args.file, args.output, rows=args.rows)
+    print(f"[{args.name}] {len(rows)} rows of {args.file} to correct written to {out} (row numbers {', '.join(map(str, rows))})")
+    print(f"  correct the cells that are wrong, leave the right ones as they are, keep the {'_row'!r} column, then:")
+    print(f"  smolclean learn {args.file} --name {args.name} --labels {out}")
     return 0
 
 

@@ -33,6 +33,8 @@ from .core.drops import drop_format, drop_key, read_drop
 from .core.errors import DropReadError, SmolcleanError
 from .core.export import module_filename
 from .core.instructions import ItemState, stop_reason
+from .core.label_store import forget_learning, save_labels
+from .core.labels import read_labels
 from .core.learning_flow import FlowStep
 from .core.plan import ChunkPlan
 from .core.quality import ValidationReport
@@ -132,6 +134,7 @@ def learn(
     *,
     log_level: str = "WARNING",
     learning_run: str | None = None,
+    labels: Path | None = None,
 ) -> LearnOutcome:
     """Learn (or extend) the dataset's cleaning module from one drop, and clean that drop with it.
 
@@ -144,12 +147,15 @@ def learn(
     With `concurrency` above 1, the chunks of a wave run in worker processes that import the caller's main
     module, as any Python multiprocessing does: call `learn()` from a script under `if __name__ == "__main__":`.
 
+    `labels` (rows of the drop the user corrected, see `core.labels`) hold every candidate function to them.
+
     Example:
         >>> learn(DatasetSettings(name="customers", workdir="work"), Path("customers.csv"))  # doctest: +SKIP
     """
-    # Settings and the drop first: nothing (instance, settings file, a copy of the drop) is stored when the
-    # analyst cannot be made (a missing model) or the drop cannot be read.
+    # Settings, the drop and its labels first: nothing (instance, settings file, a copy of the drop) is stored
+    # when the analyst cannot be made (a missing model), the drop cannot be read or its labels are not its own.
     settings.make_analyst()
+    labelled = read_labels(labels, source) if labels is not None else None
     path = place_drop(settings, source)
     if settings.concurrency > 1 and min(settings.planning_interval, settings.chunk_budget) > 1:
         _warm_up_workers(settings)
@@ -161,6 +167,8 @@ def learn(
         instance.add_dynamic_partitions(drops.name, [key])
     learning_run = learning_run or new_learning_run_id()
     store = DatasetStore(settings.storage_dir, settings.name)
+    if labelled is not None and save_labels(store, key, labelled):
+        forget_learning(store, key)  # a drop learned before is learned again, held to its new labels
     with _ChunkPool(settings, instance, log_level) as pool:
         runs = _EmbeddedRuns(settings, instance, path, pool, log_level)
         while not (advance := advance_learning(instance, settings, key, learning_run)).done:

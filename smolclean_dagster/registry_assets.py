@@ -23,6 +23,8 @@ from .core.quality import ValidationReport, keep_what_agrees, keep_what_holds, v
 from .core.registry import Registry
 from .core.report import write_report
 from .core.shipped_tests import write_tests
+from .core.label_store import every_label
+from .core.labels import keep_what_labels_allow
 from .core.steps import ChunkTrace
 from .core.storage import DatasetStore
 from .metadata import consolidation_metadata, coverage_metadata, registry_metadata, validation_metadata
@@ -68,7 +70,10 @@ def registry_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDefinition
         # A learning run always ends with a module: what breaks a blocking check on held-out rows is taken out.
         # So is a function whose changes over the learned drops' rows the entity's other rows contradict: one
         # learned from an earlier drop may meet forms there it never saw (core/agreement.py).
-        for keep in (partial(keep_what_holds, holdout=_holdout_rows(store)), partial(keep_what_agrees, drops=drops, instructions=s.instructions)):
+        # And whatever breaks a row the user labelled: the user's corrections are ground truth (core/labels.py).
+        for keep in (partial(keep_what_holds, holdout=_holdout_rows(store)),
+                     partial(keep_what_agrees, drops=drops, instructions=s.instructions),
+                     partial(keep_what_labels_allow, labels=every_label(store))):
             kept, dropped = keep(published, runner=smolclean_sandbox.get())
             if dropped:
                 for d in dropped:
@@ -135,11 +140,12 @@ def cleaning_module_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDef
         """The exported module with its tests (held-out rows replayed) and its report: readable,
         reviewable, runnable without smolclean."""
         path = write_module(registry, s.module_dir)
-        tests = write_tests(s.name, registry.version, len(registry.entries), validation, s.module_dir)
+        labels = every_label(store)
+        tests = write_tests(s.name, registry.version, len(registry.entries), validation, s.module_dir, labels=labels)
         report = write_report(registry, validation, s.module_dir, plans=store.models("chunks", ChunkPlan),
                               traces=store.models("chunk_functions", ChunkTrace),
                               items=registry.items_for(s.instructions), reads_instructions=s.reads_instructions,
-                              metrics=learning_run_metrics(context, s, registry, validation))
+                              metrics=learning_run_metrics(context, s, registry, validation), labels=labels)
         source = path.read_text(encoding="utf-8")
         chart = s.module_dir / "quality.png"
         return dg.MaterializeResult(

@@ -25,3 +25,7 @@ class ExportError(SmolcleanError):
 
 class AnalystError(SmolcleanError):
     """The analyst could not be used at all (our fault or the configuration's, never the model's)."""
+
+
+class LabelError(SmolcleanError):
+    """A file of labelled rows is not the drop's; the message names the file, the row and the column."""

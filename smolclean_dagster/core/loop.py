@@ -26,6 +26,7 @@ from .analysts.base import AnalysisRequest, Analyst, RegisteredSummary
 from .errors import SmolcleanError
 from .functions import CleaningFunction, constants_of
 from .instructions import Declined, InstructionItem, ItemState, open_items
+from .labels import Broken, Labels, describe_broken
 from .profile import detect_issues
 from .registry import Provenance, Registry, RegistryEntry, RegistryStore
 from .sandbox import GateRejected, SandboxCrashed, SandboxError, SandboxTimeout, ResourceLimitExceeded, FunctionFailed
@@ -76,6 +77,8 @@ class LoopSettings:
     timeout_s: float = 10.0
     allow_row_drops: bool = False
     items: tuple[InstructionItem, ...] = ()
+    #: Rows the user corrected (`smolclean learn --labels`): every candidate is held to them.
+    labels: Labels | None = None
 
 
 def clean_with(registry: Registry, df: pd.DataFrame, runner: CodeRunner, *, timeout_s: float = 30.0) -> pd.DataFrame:
@@ -152,7 +155,7 @@ def run_chunk(
                 step=step,
                 chunk=chunk,
                 findings=tuple(findings),
-                instructions=settings.instructions,
+                instructions=_instructions(settings, model),
                 registry=summarise_registry(registry),
                 feedback=feedback,
                 rejected=tuple(rejected),
@@ -161,6 +164,7 @@ def run_chunk(
                 planned=model and not settings.items,
                 why=work.why,
                 earlier_queries=tuple((answered[:-1] if just_answered else answered)[-EARLIER_QUERIES:]),
+                labels=settings.labels,
             )
         )
         just_answered = False
@@ -253,10 +257,22 @@ def run_chunk(
                 raise  # the sandbox itself is broken: our fault
             else:
                 verdict_reason, ok, evidence = verdict.reason, verdict.accepted, verdict.evidence
+            taught = False  # the user's corrections show its kind of change to be right
+            if ok and settings.labels is not None:
+                try:
+                    broken, taught = _against_labels(fn, registry, settings.labels, runner, settings)
+                except MODEL_FAULTS as exc:
+                    broken, taught = [], False
+                    verdict_reason, ok, evidence = f"{type(exc).__name__}: {exc}", False, None
+                if broken:
+                    verdict_reason, ok, evidence = (
+                        f"{describe_broken(broken)}; the user's labelled rows are ground truth: a cell you change "
+                        "there must end at the user's value, and a value the user left as it was must not change"
+                    ), False, None
             if ok:
                 try:
                     problem = _harm_or_conflict(fn, registry, holdout, work.reference, reference, runner, settings,
-                                                asked=bool(asks))
+                                                asked=bool(asks) or taught)
                 except MODEL_FAULTS as exc:
                     problem = f"{type(exc).__name__}: {exc}"
                 if problem:
@@ -297,6 +313,25 @@ def run_chunk(
             serves=tuple(i.number for i in items if i.text in serves),
             seconds=round(time.perf_counter() - started, 4),
         )
+
+
+def _instructions(settings: LoopSettings, model: bool) -> str:
+    """The user's words as the analyst reads them: for the rules, with the conventions the user's corrections
+    show (a model reads the corrections themselves)."""
+    if model or settings.labels is None:
+        return settings.instructions
+    return " ".join(x for x in (settings.instructions, settings.labels.conventions()) if x)
+
+
+def _against_labels(fn: CleaningFunction, registry: Registry, labels: Labels, runner: CodeRunner,
+                    settings: LoopSettings) -> tuple[list[Broken], bool]:
+    """The labelled cells a candidate breaks (see `Labels.broken_by`), on the labelled rows as the module before
+    it leaves them, and whether it makes at least one of the user's corrections and breaks none."""
+    before = clean_with(registry, labels.raw_rows(), runner)
+    after = runner.run(fn.code, before, entry=fn.name, timeout_s=settings.timeout_s)
+    broken = labels.broken_by(before, after)
+    taught = not broken and bool(changed_cells(before, after).to_numpy().any())
+    return broken, taught
 
 
 def _harm_or_conflict(fn: CleaningFunction, registry: Registry, holdout: pd.DataFrame, reference: pd.DataFrame | None,

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
 
 from .instructions import InstructionItem, coverage_line
+from .labels import BROKEN_LABELS, Labels
 from .files import write_atomic
 from .plan import ChunkPlan
 from .quality import ValidationReport
@@ -34,6 +36,7 @@ def render_report(
     items: tuple[InstructionItem, ...] = (),
     reads_instructions: bool = True,
     metrics: LearningMetrics | None = None,
+    labels: Sequence[Labels] = (),
 ) -> str:
     """The report as markdown: the instructions and how each was carried out, functions with provenance
     and examples, validation and quality (with the chart), LLM use, and which chunks were analysed and why."""
@@ -76,6 +79,8 @@ def render_report(
         if chart is not None:
             out += ["", f"![Detector findings per column before and after]({chart.name})"]
         out += left_section(validation)
+    if labels:
+        out += labels_section(labels, traces)
     if traces:
         calls = sum(t.usage.calls for t in traces)
         cached = sum(t.usage.cached_calls for t in traces)
@@ -135,6 +140,24 @@ def changes_section(validation: ValidationReport, registry: Registry) -> list[st
         out += ["", "Taken out of the module by validation (the module is exported with what holds):", ""]
         out += [f"- `{d.name}`: {_md(d.reason)}" for d in registry.dropped]
     return out
+def labels_section(labels: Sequence[Labels], traces: Sequence[ChunkTrace]) -> list[str]:
+    """The report's "Labelled rows" section: the user's corrections, and the functions sent back (a model's) or
+    dropped (a rule's) because they broke one."""
+    out = ["", "## Labelled rows", "", "Rows a person corrected: a cell changed there is a correction, a cell left "
+           "as it was is confirmed right. Every function was held to them; the shipped tests replay them.", ""]
+    for label in labels:
+        out.append(f"- {label.summary()}")
+        out += [f"  - row {c.row} {_md(repr(c.column))}: `{_md(c.before)}` -> `{_md(c.after)}`"
+                for c in label.corrections[:20]]
+    broke = [(t.chunk_id, s) for t in traces for s in t.steps
+             if getattr(s, "kind", "") == "verdict" and not s.accepted and s.reason.startswith(BROKEN_LABELS)]
+    if broke:
+        out += ["", "Functions that broke a label, and so were sent back (a model's) or dropped (a rule's):", "",
+                "| chunk | function | labels broken |", "|---|---|---|"]
+        out += [f"| `{c}` | `{s.function_name}` | {_md(s.reason.split('; the user')[0])} |" for c, s in broke]
+    return out
+
+
 def learning_run_section(metrics: LearningMetrics) -> list[str]:
     """The report's "Learning run" section: what the run that exported this module cost and did."""
     rejected = ", ".join(f"{k}: {v}" for k, v in sorted(metrics.rejections.items())) or "none"
@@ -171,13 +194,14 @@ def write_report(
     items: tuple[InstructionItem, ...] = (),
     reads_instructions: bool = True,
     metrics: LearningMetrics | None = None,
+    labels: Sequence[Labels] = (),
 ) -> Path:
     """Write `report.md` (and `quality.png` when there is a validation) beside the module, atomically."""
     out_dir = Path(out_dir)
     chart = write_chart(validation, out_dir / "quality.png") if validation and validation.quality else None
     path = out_dir / "report.md"
     write_atomic(path, render_report(registry, validation, plans, traces, chart, items, reads_instructions,
-                                         metrics))
+                                     metrics, labels))
     return path
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pprint
+from collections.abc import Sequence
 from pathlib import Path
 
 from .quality import ValidationReport
 from .files import write_atomic
+from .labels import Labels
 
 
 def tests_filename(dataset: str) -> str:
@@ -56,19 +58,42 @@ def test_every_function_is_applied():
     assert len(FUNCTIONS) == {count}
 '''
 
+_LABELS = '''
 
-def render_tests(dataset: str, version: int, functions: int, report: ValidationReport) -> str:
-    """The shipped test file's source: deterministic, so an unchanged registry gives the same bytes."""
+# Rows a person corrected (`smolclean learn --labels`): a cell the module changes there must end at the
+# person's value, and a cell the person left as it was must not change.
+LABELS = {payload}
+
+
+@pytest.mark.parametrize("label", LABELS, ids=[f"{{label['drop']}}-row{{label['row']}}" for label in LABELS])
+def test_a_labelled_row_keeps_the_persons_values(label):
+    out = _rows(clean(pd.DataFrame([label["before"]], dtype=object)))[0]
+    before, wanted = _rows(pd.DataFrame([label["before"]], dtype=object))[0], label["after"]
+    broken = {{c: out[c] for c in wanted if out[c] != before[c] and out[c] != wanted[c]}}
+    assert not broken, f"cells moved away from the person's values: {{broken}}"
+'''
+
+
+def render_tests(dataset: str, version: int, functions: int, report: ValidationReport,
+                 labels: Sequence[Labels] = ()) -> str:
+    """The shipped test file's source: deterministic, so an unchanged registry gives the same bytes. With
+    `labels`, the rows a person corrected are tests too."""
     examples = [{"before": e.before, "after": e.after} for e in report.examples]
     payload = pprint.pformat(examples, width=110, sort_dicts=False)
-    return _TEMPLATE.format(dataset=dataset, version=version, filename=tests_filename(dataset), payload=payload,
-                            count=functions)
+    source = _TEMPLATE.format(dataset=dataset, version=version, filename=tests_filename(dataset), payload=payload,
+                              count=functions)
+    labelled = [{"drop": drop_label.drop, "row": row, "before": before, "after": after}
+                for drop_label in labels for row, before, after in drop_label.as_records()]
+    if labelled:
+        source += _LABELS.format(payload=pprint.pformat(labelled, width=110, sort_dicts=False))
+    return source
 
 
-def write_tests(dataset: str, version: int, functions: int, report: ValidationReport, out_dir: Path) -> Path:
+def write_tests(dataset: str, version: int, functions: int, report: ValidationReport, out_dir: Path,
+                labels: Sequence[Labels] = ()) -> Path:
     """Write the test file beside the module (atomically), unchanged bytes left alone."""
     path = Path(out_dir) / tests_filename(dataset)
-    source = render_tests(dataset, version, functions, report)
+    source = render_tests(dataset, version, functions, report, labels)
     if not path.exists() or path.read_text(encoding="utf-8") != source:
         write_atomic(path, source)
     return path

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..functions import CleaningFunction
 from ..instructions import ItemState
+from ..labels import Labels
 from ..profile import Finding
 
 
@@ -78,6 +79,7 @@ class AnalysisRequest(BaseModel):
     why: str = Field(default="", description="why the planner chose this chunk")
     earlier_queries: tuple[tuple[str, str], ...] = Field(
         default=(), description="the chunk's earlier queries and their answers, before the one just answered")
+    labels: Labels | None = Field(default=None, description="rows the user corrected: ground truth")
 
 
 class Usage(BaseModel):

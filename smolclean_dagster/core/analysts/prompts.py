@@ -27,6 +27,7 @@ from ..profile import profile_columns
 from ..queries import MAX_QUERY_CHARS, RESULT_BUDGET, RESULT_ROWS
 from ..sandbox.gate import ALLOWED_IMPORTS
 from ..validate import COST_LIMIT, COST_ROWS
+from ..labels import Labels
 from .base import AnalysisRequest, RegisteredSummary
 from .client import Messages
 
@@ -177,6 +178,7 @@ def analysis_messages(
         planned=request.planned,
         why=request.why,
         earlier_queries=[{"query": q, "answer": a} for q, a in request.earlier_queries],
+        labels=_labels(request.labels),
         query_chars=MAX_QUERY_CHARS,
         query_rows=RESULT_ROWS,
         query_budget=f"{RESULT_BUDGET:,}",
@@ -189,6 +191,24 @@ def analysis_messages(
             for c in request.candidates
         ],
     )
+
+
+#: Labelled rows shown in a prompt, at most (corrected rows first), and characters per value shown.
+LABEL_ROWS, LABEL_VALUE = 20, 60
+
+
+def _labels(labels: Labels | None) -> list[dict]:
+    """The user's labelled rows for the prompt: per row its corrections and the cells it confirms."""
+    if labels is None:
+        return []
+    rows = []
+    for number, before, after in labels.as_records():
+        corrected = [{"column": c, "before": _clip(str(before[c]), LABEL_VALUE), "after": _clip(str(after[c]), LABEL_VALUE)}
+                     for c in after if before[c] != after[c]]
+        confirmed = [{"column": c, "value": _clip(str(after[c]), LABEL_VALUE)} for c in after if before[c] == after[c]]
+        rows.append({"row": number, "corrected": corrected, "confirmed": confirmed})
+    rows.sort(key=lambda r: not r["corrected"])  # stable: corrected rows first, each in drop order
+    return rows[:LABEL_ROWS]
 
 
 #: Characters of whole-drop evidence in a prompt (about a thousand tokens).

@@ -1,0 +1,391 @@
+"""Rows a person corrected: picked where a correction teaches the most, read back as ground truth.
+
+`pick_rows` chooses the rows of a drop worth a person's time: together they hold every kind of dirt the
+detectors suspect in every column, and each column's rare values, spread across the drop. `write_label_sample`
+writes them as read, their row number (`_row`, the first data row being 1) first, in a file a spreadsheet
+opens. The person corrects the cells that are wrong and hands the file back; `read_labels` reads it against the
+drop: a cell the person changed is a correction, a cell left as it was is confirmed right. Rows of a cleaned
+output, corrected the same way, are labels too: each cell holds the value the row should have.
+
+Labels judge every candidate function (`Labels.broken_by`): a cell it changes on a labelled row must end at the
+person's value, so a corrected cell it touches ends at the correction and a confirmed cell does not move.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .detectors.cells import NULL_TOKENS, normalise, value_shape
+from .drops import drop_format, read_drop
+from .export import render_module
+from .errors import LabelError
+from .files import write_atomic
+from .profile import detect_issues
+from .registry import DroppedFunction, Registry
+from .validate import CodeRunner, as_text
+
+
+#: The column that carries each labelled row's number in its drop (the first data row is 1).
+ROW = "_row"
+#: Rows a label sample holds unless asked otherwise.
+DEFAULT_ROWS = 20
+#: A value is rare in its column when at most this many cells hold it, in a column whose values repeat.
+RARE_CELLS = 2
+#: Rows the detectors look at to find what is suspect (evenly spread over a larger drop).
+SUSPECT_ROWS = 20_000
+#: How a rejection for broken labels starts (the report finds them by it).
+BROKEN_LABELS = "it breaks"
+#: Cells of a broken label named in a rejection, at most.
+SHOWN_CELLS = 5
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One labelled cell: the drop's value (`before`) and the person's (`after`); equal when confirmed."""
+
+    row: int
+    column: str
+    before: str | None
+    after: str | None
+
+    @property
+    def corrected(self) -> bool:
+        return self.before != self.after
+
+
+@dataclass(frozen=True)
+class Broken:
+    """A labelled cell a function moved away from the person's value."""
+
+    cell: Cell
+    written: str | None
+
+    def describe(self) -> str:
+        what = f"the user corrected {self.cell.before!r} to {self.cell.after!r}" if self.cell.corrected \
+            else f"the user confirmed {self.cell.after!r}"
+        return f"row {self.cell.row} {self.cell.column!r}: {what}, it writes {self.written!r}"
+
+
+@dataclass(frozen=True)
+class Labels:
+    """The labelled rows of one drop: `rows` as read from the drop and `truth` as the person wants them, both
+    indexed by row number (`_row`), with the drop's columns."""
+
+    source: str
+    rows: pd.DataFrame
+    truth: pd.DataFrame
+    #: The drop the rows are of (its key), once kept with it.
+    drop: str = ""
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def cells(self) -> list[Cell]:
+        before, after = as_text(self.rows), as_text(self.truth)
+        return [Cell(int(r), str(c), before.iat[i, j], after.iat[i, j])
+                for i, r in enumerate(self.rows.index) for j, c in enumerate(self.rows.columns)]
+
+    @property
+    def corrections(self) -> list[Cell]:
+        return [c for c in self.cells if c.corrected]
+
+    def as_records(self) -> list[tuple[int, dict, dict]]:
+        """(row number, the row as read, the row as the person wants it), cells as text or None."""
+        before, after = as_text(self.rows), as_text(self.truth)
+        return [(int(n), dict(zip(before.columns, b)), dict(zip(after.columns, a)))
+                for n, b, a in zip(self.rows.index, before.itertuples(index=False), after.itertuples(index=False))]
+
+    def raw_rows(self) -> pd.DataFrame:
+        """The labelled rows as the drop holds them, indexed from 0 like any frame a function gets."""
+        return self.rows.reset_index(drop=True)
+
+    def broken_by(self, before: pd.DataFrame, after: pd.DataFrame) -> list[Broken]:
+        """The labelled cells a function changed (`before` -> `after`, both the labelled rows in order) to a
+        value other than the person's."""
+        b, a = as_text(before).reset_index(drop=True), as_text(after).reset_index(drop=True)
+        truth = as_text(self.truth).reset_index(drop=True)
+        raw = as_text(self.rows).reset_index(drop=True)
+        out = []
+        for j, column in enumerate(self.truth.columns):
+            if column not in a.columns or column not in b.columns:
+                continue
+            changed = ~((b[column] == a[column]) | (b[column].isna() & a[column].isna()))
+            wrong = ~((a[column] == truth[column]) | (a[column].isna() & truth[column].isna()))
+            for i in np.flatnonzero((changed & wrong).to_numpy()):
+                cell = Cell(int(self.rows.index[i]), str(column), raw.iat[i, j], truth.iat[i, j])
+                out.append(Broken(cell, a[column].iat[i]))
+        return out
+
+    def conventions(self) -> str:
+        """What the corrections show the user wants, in the words the rules read (`analysts.drop_findings`), each
+        the rule a correction exemplifies rather than the corrected value alone: "N/A" -> "" asks for every
+        spelling of "no value" to be written empty, "12.0 oz" -> "12" for every number without its unit."""
+        said = []
+        for cell in self.corrections:
+            before, after = (cell.before or "").strip(), (cell.after or "").strip()
+            if before.casefold() in NULL_TOKENS and not after:
+                said.append("Write placeholders as empty.")
+            elif (number := _UNIT.fullmatch(before)) and _same_number(number[1], after):
+                said.append("Write numbers without units.")
+            elif not before and after:
+                said.append("Fill missing values from the other rows.")
+            elif normalise(cell.before or "") == cell.after and "  " in (cell.before or "").strip():
+                said.append("Collapse double spaces.")
+        return " ".join(dict.fromkeys(said))
+
+    def summary(self) -> str:
+        """One line: how many rows, cells corrected and confirmed."""
+        fixed = len(self.corrections)
+        return (f"{len(self)} labelled rows from {self.source}: {fixed} cells corrected, "
+                f"{len(self.rows.columns) * len(self) - fixed} confirmed")
+
+
+_UNIT = re.compile(r"([-+]?\d[\d,]*(?:\.\d+)?)\s*[^\d\s.,][^\d]*")
+
+
+def _same_number(a: str, b: str) -> bool:
+    try:
+        return float(a.replace(",", "")) == float(b.replace(",", ""))
+    except ValueError:
+        return False
+
+
+def describe_broken(broken: list[Broken]) -> str:
+    """The first few broken labels, for a rejection or the report."""
+    shown = "; ".join(b.describe() for b in broken[:SHOWN_CELLS])
+    more = f" (and {len(broken) - SHOWN_CELLS} more)" if len(broken) > SHOWN_CELLS else ""
+    return f"{BROKEN_LABELS} {len(broken)} labelled cell(s): {shown}{more}"
+
+
+def pick_rows(drop: pd.DataFrame, n: int = DEFAULT_ROWS) -> list[int]:
+    """Positions (0-based) of at most `n` rows of `drop` whose correction teaches the most, in drop order.
+
+    Each row is worth the suspicions it holds that no row picked before holds: per column, a kind of dirt the
+    detectors find (a value among a finding's examples), a value off the column's usual shape, a spelling of "no
+    value", stray spaces, a rare value. The row holding most new suspicions is taken first; ties go to the row
+    farthest from those already taken, and once every suspicion is held, evenly spread rows fill the sample.
+
+    Example:
+        >>> df = pd.DataFrame({"city": ["Boston"] * 30 + ["Bostn"], "state": ["MA"] * 30 + ["MA"]})
+        >>> 30 in pick_rows(df, 3)
+        True
+    """
+    n = max(0, min(n, len(drop)))
+    if not n:
+        return []
+    suspects, weight = _suspicions(drop)
+    position = np.arange(len(drop))
+    chosen: list[int] = []
+    held: set[tuple[str, str]] = set()
+    while len(chosen) < n:
+        gain = np.array([sum(weight[f] for f in s - held) for s in suspects])
+        gain[chosen] = -1
+        if gain.max() <= 0:
+            break
+        best = np.flatnonzero(gain == gain.max())
+        pick = int(best[np.argmax(_distance(best, chosen, position))])
+        chosen.append(pick)
+        held |= suspects[pick]
+    for pick in np.linspace(0, len(drop) - 1, n).round().astype(int):  # spread the rest over the drop
+        if len(chosen) >= n:
+            break
+        while pick in chosen:
+            pick = (pick + 1) % len(drop)
+        chosen.append(int(pick))
+    return sorted(chosen)
+
+
+def _distance(candidates: np.ndarray, chosen: list[int], position: np.ndarray) -> np.ndarray:
+    if not chosen:
+        return -candidates.astype(float)  # the earliest first, so the choice is stable
+    return np.abs(position[candidates][:, None] - np.array(chosen)[None, :]).min(axis=1).astype(float)
+
+
+def _suspicions(drop: pd.DataFrame) -> tuple[list[set[tuple[str, str]]], dict[tuple[str, str], float]]:
+    """Per row, the (column, suspicion) pairs it holds, and what each is worth: a kind of dirt in a column 1, each
+    of a column's rare values its share of them (a column's rare values together are worth one kind)."""
+    out: list[set[tuple[str, str]]] = [set() for _ in range(len(drop))]
+    weight: dict[tuple[str, str], float] = {}
+    sample = drop if len(drop) <= SUSPECT_ROWS else drop.iloc[np.linspace(0, len(drop) - 1, SUSPECT_ROWS).astype(int)]
+    examples: dict[str, dict[str, str]] = {}
+    for finding in detect_issues(sample):
+        for value in finding.examples:
+            examples.setdefault(finding.column, {})[str(value)] = finding.kind
+    for column in drop.columns:
+        text = drop[column].where(drop[column].apply(isinstance, args=(str,)))
+        codes, values = pd.factorize(text)
+        counts = np.bincount(codes[codes >= 0], minlength=len(values))
+        shapes = [value_shape(v) for v in values]
+        per_shape: dict[str, int] = {}
+        for shape, cells in zip(shapes, counts):
+            per_shape[shape] = per_shape.get(shape, 0) + int(cells)
+        usual = max(per_shape, key=per_shape.get) if per_shape else None
+        repeats = len(values) <= 0.5 * max(1, int(counts.sum()))
+        rare = int((counts <= RARE_CELLS).sum()) if repeats else 0
+        kinds_of: dict[int, list[str]] = {}
+        for code, (value, shape, cells) in enumerate(zip(values, shapes, counts)):
+            kinds = []
+            if value in examples.get(column, {}):
+                kinds.append(examples[column][value])
+            if value.strip().casefold() in NULL_TOKENS:
+                kinds.append("null")
+            elif normalise(value) != value:
+                kinds.append("spaces")
+            if shape != usual:
+                kinds.append(f"shape {shape}")
+            weight.update({(column, kind): 1.0 for kind in kinds})
+            if repeats and cells <= RARE_CELLS:
+                kinds.append(f"rare {value!r}")
+                weight[(column, kinds[-1])] = 1.0 / rare
+            if kinds:
+                kinds_of[code] = kinds
+        if kinds_of:
+            for i in np.flatnonzero(np.isin(codes, list(kinds_of))):
+                out[i].update((column, kind) for kind in kinds_of[codes[i]])
+    return out, weight
+
+
+def sample_format(drop_path: Path | str) -> str:
+    """The format a label sample of a drop is written in: JSONL for JSON drops, CSV (or TSV) otherwise."""
+    fmt = drop_format(drop_path)
+    return {"json": "jsonl", "jsonl": "jsonl", "tsv": "tsv"}.get(fmt, "csv")
+
+
+def write_label_sample(drop_path: Path | str, out: Path | str, *, rows: int = DEFAULT_ROWS,
+                       drop: pd.DataFrame | None = None) -> tuple[Path, list[int]]:
+    """Write the rows `pick_rows` picks from the drop to `out`, as read, `_row` first; returns the path and the
+    row numbers (1-based).
+
+    Example:
+        >>> write_label_sample("exports/customers.csv", "to_label.csv")   # doctest: +SKIP
+        (PosixPath('to_label.csv'), [3, 17, 40, ...])
+    """
+    out = Path(out)
+    frame = read_drop(drop_path) if drop is None else drop
+    picked = pick_rows(frame, rows)
+    sample = frame.iloc[picked].copy()
+    sample.insert(0, ROW, [p + 1 for p in picked])
+    fmt = sample_format(drop_path)
+    expected = {"jsonl": (".jsonl", ".ndjson"), "tsv": (".tsv", ".tab"), "csv": (".csv",)}[fmt]
+    if out.suffix.lower() not in expected:
+        raise LabelError(f"{out}: a label sample of {drop_path} is written as {fmt.upper()}; "
+                         f"name it with {' or '.join(expected)}")
+    if fmt == "jsonl":
+        text = "".join(json.dumps(_json_ready(r), ensure_ascii=False) + "\n" for r in sample.to_dict("records"))
+    else:
+        text = sample.to_csv(index=False, sep="\t" if fmt == "tsv" else ",", quoting=csv.QUOTE_MINIMAL)
+    write_atomic(out, text)
+    return out, [p + 1 for p in picked]
+
+
+def _json_ready(record: dict) -> dict:
+    return {k: (v.tolist() if isinstance(v, np.ndarray) else None if v is None or v is pd.NA else v)
+            for k, v in record.items()}
+
+
+def read_labels(path: Path | str, drop_path: Path | str, *, drop: pd.DataFrame | None = None) -> Labels:
+    """The labelled rows of `path` (a label sample or rows of a cleaned output, `_row` first) against the drop
+    they belong to. Raises LabelError naming the row and column when the file is not the drop's: another
+    format, a header other than the drop's, an unknown or repeated `_row`.
+
+    Example:
+        >>> labels = read_labels("corrected.csv", "exports/customers.csv")   # doctest: +SKIP
+        >>> labels.summary()                                                  # doctest: +SKIP
+        '20 labelled rows from corrected.csv: 7 cells corrected, 173 confirmed'
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise LabelError(f"{path}: no such label file")
+    wanted = sample_format(drop_path)
+    try:
+        got = drop_format(path)
+    except Exception:
+        got = path.suffix or "no extension"
+    if {"json": "jsonl"}.get(got, got) != wanted:
+        raise LabelError(f"{path}: labels of {drop_path} are read from a {wanted.upper()} file (as `smolclean label` "
+                         f"writes them), not from {got!r}")
+    try:
+        labelled = read_drop(path)
+    except Exception as exc:  # the reader's own message names the line
+        raise LabelError(f"{path}: cannot be read as labels: {exc}") from None
+    frame = read_drop(drop_path) if drop is None else drop
+    columns = [c for c in labelled.columns if c != ROW]
+    if ROW not in labelled.columns:
+        raise LabelError(f"{path}: no {ROW!r} column; each labelled row needs its row number in {drop_path} "
+                         f"(`smolclean label` writes it first)")
+    missing = [c for c in frame.columns if c not in columns]
+    extra = [c for c in columns if c not in frame.columns]
+    if missing or extra:
+        what = "; ".join(x for x in (f"missing {missing}" if missing else "",
+                                     f"not in the drop {extra}" if extra else "") if x)
+        raise LabelError(f"{path}: its header is not the header of {drop_path} ({what})")
+    numbers = []
+    for i, value in enumerate(labelled[ROW]):
+        line = f"{path}, labelled row {i + 1}, column {ROW!r}"
+        try:
+            number = int(str(value).strip())
+        except ValueError:
+            raise LabelError(f"{line}: {value!r} is no row number") from None
+        if not 1 <= number <= len(frame):
+            raise LabelError(f"{line}: {drop_path} has no row {number} (its rows are 1-{len(frame)})")
+        if number in numbers:
+            raise LabelError(f"{line}: row {number} is labelled twice; keep one")
+        numbers.append(number)
+    rows = frame.iloc[[n - 1 for n in numbers]].copy()
+    rows.index = pd.Index(numbers, name=ROW)
+    truth = labelled[list(frame.columns)].copy()
+    truth.index = rows.index
+    return Labels(source=path.name, rows=rows, truth=truth)
+
+
+def keep_what_labels_allow(registry: Registry, labels: list[Labels], runner: CodeRunner, *,
+                           timeout_s: float = 60.0) -> tuple[Registry, tuple[DroppedFunction, ...]]:
+    """The registry without the functions that break a label, and those functions with the labels they break.
+
+    Every candidate is held to the labels when it is proposed; this holds the whole module to them when it is
+    published: functions learned before the labels were given, and merged ones. Each function runs in module
+    order on the labelled rows as the functions kept before it leave them.
+
+    Example:
+        >>> kept, dropped = keep_what_labels_allow(registry, every_label(store), sandbox)   # doctest: +SKIP
+        >>> [d.name for d in dropped]                                                       # doctest: +SKIP
+        ['strip_whitespace_city']
+    """
+    if not labels or not registry.entries:
+        return registry, ()
+    dropped: list[DroppedFunction] = []
+    for label in labels:
+        rows = label.raw_rows()
+        gone = {d.name for d in dropped}
+        kept = tuple(e for e in registry.entries if e.function.name not in gone)
+        whole = runner.run(render_module(registry.model_copy(update={"entries": kept})), rows, entry="clean",
+                           module=True, timeout_s=timeout_s)
+        if len(whole) == len(rows) and not label.broken_by(rows, whole):
+            continue
+        for entry in kept:
+            fn = entry.function
+            after = runner.run(fn.code, rows, entry=fn.name, timeout_s=timeout_s)
+            broken = label.broken_by(rows, after) if len(after) == len(rows) else []
+            if broken:
+                dropped.append(DroppedFunction(name=fn.name, reason=f"on the labelled rows of {label.drop or label.source}, "
+                                                                    f"{describe_broken(broken)}"))
+            else:
+                rows = after
+    if not dropped:
+        return registry, ()
+    names = {d.name for d in dropped}
+    pruned = registry.model_copy(update={"entries": tuple(e for e in registry.entries if e.function.name not in names),
+                                         "version": registry.version + 1, "dropped": (*registry.dropped, *dropped)})
+    return pruned, tuple(dropped)
+
+
+__all__ = ["ROW", "Broken", "Cell", "Labels", "describe_broken", "keep_what_labels_allow", "pick_rows", "read_labels",
+           "write_label_sample"]
