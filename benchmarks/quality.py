@@ -378,10 +378,11 @@ def user_labels(drop: Path, dirty: pd.DataFrame, clean: pd.DataFrame, out: Path,
 
 def _analyst(options: dict) -> dict:
     """Settings of the analyst: the rules, or with a model the hybrid analyst (the model decides every step)."""
+    settings = {k: v for k, v in options.items() if k != "labels"}  # the labels are the user's, not a setting
     if not options.get("model"):
-        return {"analyst": "rules", **options}
+        return {"analyst": "rules", **settings}
     # whoever answers may take longer than an API does
-    return {"analyst": "hybrid", "llm_timeout_s": 3600.0, **options}
+    return {"analyst": "hybrid", "llm_timeout_s": 3600.0, **settings}
 
 
 def llm_usage(log: Path | None, since: int) -> dict:

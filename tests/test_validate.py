@@ -136,9 +136,14 @@ def test_values_an_item_it_serves_names_may_become_null_and_no_others(sandbox):
     assert not refused.accepted and "'inactive'" in refused.reason
 
 
-def test_the_rules_templates_are_held_to_the_same_cost_limit(sandbox):
+def test_a_rules_template_is_never_rejected_for_time_and_a_model_function_is(sandbox):
+    # the same slow code: written by a model it is sent back for its cost; made by a rule it is judged by what it
+    # does only (a template's cost is measured once, in benchmarks/cost_per_cell.py), so what the rules learn
+    # never depends on how busy the machine is
     slow = fn("def tidy(x):\n    for _ in range(40_000):\n        x = x.strip()\n    return x.title()\n"
               "df = df.copy()\ndf['city'] = [tidy(x) for x in df['city']]\nreturn df")
+    verdict = check_candidate(slow, CHUNK, HOLDOUT, sandbox, timeout_s=120)
+    assert not verdict.accepted and "too slow for real drops" in verdict.reason
     templated = slow.model_copy(update={"rule": RuleSpec(template="strip_whitespace.py.j2", context={})})
     verdict = check_candidate(templated, CHUNK, HOLDOUT, sandbox, timeout_s=120)
-    assert not verdict.accepted and "too slow for real drops" in verdict.reason
+    assert verdict.accepted, verdict.reason
