@@ -4,6 +4,7 @@ raw_data -> chunks -> chunk_issues -> chunk_functions      (chunk_assets.py: per
     -> registry -> validation -> cleaning_module            (registry_assets.py)
     -> module_version (module_versions.py: proposed or live)
     -> cleaned_data (cleaned_assets.py: per drop, by the live version)
+raw_data -> label_sample (label_assets.py: per drop, on demand: rows to correct by hand)
 
 Each asset has its own builder, taking the dataset's settings and its names in Dagster (`DatasetKeys`).
 """
@@ -17,6 +18,7 @@ from .chunk_assets import (REFERENCE_ROWS, ChunkFindings, chunk_functions_asset,
                            locate_chunk, raw_data_asset)
 from .cleaned_assets import cleaned_data_asset
 from .drop_folder import find_drop_file
+from .label_assets import label_sample_asset
 from .registry_assets import cleaning_module_asset, registry_asset, validation_asset, validation_checks
 from .resources import LLM_POOL
 from .settings import DatasetSettings
@@ -26,7 +28,7 @@ __all__ = ["LLM_POOL", "REFERENCE_ROWS", "ChunkFindings", "DatasetKeys", "build_
 
 #: The builders of a dataset's assets, in the order of the flow.
 ASSET_BUILDERS = (raw_data_asset, chunks_asset, chunk_issues_asset, chunk_functions_asset, registry_asset,
-                  validation_asset, cleaning_module_asset, cleaned_data_asset)
+                  validation_asset, cleaning_module_asset, cleaned_data_asset, label_sample_asset)
 
 
 def build_dataset_assets(s: DatasetSettings) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:

@@ -403,7 +403,8 @@ def _ui(args: argparse.Namespace) -> int:
     env = {**os.environ, "DAGSTER_HOME": str(workdir / "dagster_home"), "SMOLCLEAN_WORKDIR": str(workdir)}
     print(f"serving the datasets of {workdir} at http://{args.host}:{args.port}")
     for settings in load_workdir(workdir):
-        print(f"  {settings.name}: new files in {settings.drops_dir}/ ({settings.glob}) are cleaned automatically")
+        print(f"  {settings.name}: new files in {settings.drops_dir}/ ({settings.glob}) are cleaned automatically; "
+              f"corrected label samples saved in {settings.labels_dir}/ are learned from")
     # `dg dev`, which `dagster dev` is superseded by, serving this package's code location of the workdir.
     dg = [sys.executable, "-c", "from dagster_dg_cli.cli import main; main()"]
     cmd = [*dg, "dev", "-m", "smolclean_dagster.location", "-h", args.host, "-p", str(args.port)]

@@ -9,11 +9,14 @@ and re-exported, and the drop is cleaned again with the new module. When that is
 the drop taught the agent as this asset's materialization (`lesson`). No run waits on another.
 
 It runs when a cleaned drop fails its residual check and `learn_on_residual` is "auto" (the residual
-sensor requests it), for the first drop of a dataset with no module yet, or when you launch the job
-`<name>_learn_from_drop` (or materialize the asset) for a drop in the UI.
+sensor requests it), for the first drop of a dataset with no module yet, when a corrected label sample of the drop
+is saved into the dataset's labels folder (the sensor `<name>_labels_folder` requests it, naming the file in the
+run tag `smolclean/labels`: the labels are kept with the drop first, and its chunks analysed again, held to
+them), or when you launch the job `<name>_learn_from_drop` (or materialize the asset) for a drop in the UI.
 """
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import dagster as dg
 from pydantic import BaseModel, ConfigDict
@@ -21,12 +24,15 @@ from pydantic import BaseModel, ConfigDict
 from .assets import find_drop_file
 from .core.errors import SmolcleanError
 from .core.export import module_filename
+from .core.label_store import forget_learning, save_labels
+from .core.labels import read_labels
 from .core.plan import ChunkPlan
 from .core.quality import ValidationReport
 from .core.registry import Registry
 from .core.registry_changes import registry_changes
 from .core.storage import DatasetStore
-from .drop_runs import DROP_TAG, LEARNING_TAG, cleaned_key, latest_cleaning, learning_key, learning_sensor_name
+from .drop_runs import (DROP_TAG, LABELS_TAG, LEARNING_TAG, cleaned_key, latest_cleaning, learning_key,
+                        learning_sensor_name)
 from .learning_runs import LEARNING_RUN_TAG, learning_in_progress
 from .partitions import drops_partitions
 from .settings import DatasetSettings
@@ -64,6 +70,9 @@ def build_drop_learning(s: DatasetSettings) -> dg.AssetsDefinition:
         if busy is not None:
             raise dg.Failure(description=f"learning run {busy} of {s.name!r} is still going: one learning at a time "
                              "learns into the dataset's registry; launch this again once it has ended")
+        labels = context.run.tags.get(LABELS_TAG)
+        if labels:
+            _keep_labels(context, store, path, Path(labels))
         before = store.registry.load()
         cleaning = latest_cleaning(context.instance, s.name, drop)
         store.save_model(STARTS, LessonStart(learning_run=learning_run, drop=drop, registry=before,
@@ -79,11 +88,30 @@ def build_drop_learning(s: DatasetSettings) -> dg.AssetsDefinition:
             asset_key=learning_key(s.name), partition=drop,
             metadata={"learning_run": dg.MetadataValue.text(learning_run),
                       "registry_version_before": dg.MetadataValue.int(before.version),
-                      **_residual("before", cleaning.residual_share if cleaning else None)},
+                      **_residual("before", cleaning.residual_share if cleaning else None),
+                      **({"labels": dg.MetadataValue.path(labels)} if labels else {})},
             description="learning started",
         )
 
     return drop_learning
+
+
+def _keep_labels(context: dg.AssetExecutionContext, store: DatasetStore, drop: Path, labels: Path) -> None:
+    """Keep the corrected rows of `labels` with the drop (its partition), which is then learned again, held to them.
+
+    The file is read again here, as the sensor that requested this run read it: one that went bad since fails the
+    run with the row and the column, and nothing of it is stored.
+    """
+    key = context.partition_key
+    try:
+        labelled = read_labels(labels, drop)
+    except SmolcleanError as exc:
+        raise dg.Failure(description=str(exc)) from None
+    if save_labels(store, key, labelled):
+        forget_learning(store, key)  # its chunks were analysed without these labels: analyse them again
+        context.log.info(f"{labelled.summary()}: kept with drop {key}, which is learned from again, held to them")
+    else:
+        context.log.info(f"{labelled.summary()}: the labels kept with drop {key} already")
 
 
 def lesson(s: DatasetSettings, instance: dg.DagsterInstance, learning_run: str) -> dg.AssetMaterialization:

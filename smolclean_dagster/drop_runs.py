@@ -3,15 +3,18 @@ the instance says about earlier ones. Shared by the drop folder sensor, the resi
 re-cleaning schedule.
 
 Run keys make every request idempotent: a drop version (file name + size + modification time) is
-cleaned once per module version and learned from at most once, however many ticks see it.
+cleaned once per module version and learned from at most once (and once more per version of a corrected
+label file of it), however many ticks see it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import dagster as dg
 
+from .core.watch import FileState
 from .live_module import live_version, times_live
 from .settings import DatasetSettings
 
@@ -20,6 +23,8 @@ LEARNING_TAG = "smolclean/learning"
 #: The drop version a learning run learns from ("<drop key>@<fingerprint>").
 LEARNED_FROM_TAG = "smolclean/learned_from"
 DROP_TAG = "smolclean/drop"
+#: The corrected file (label sample) a learning run keeps with its drop before it learns (its path).
+LABELS_TAG = "smolclean/labels"
 
 
 def cleaned_key(name: str) -> dg.AssetKey:
@@ -84,12 +89,18 @@ def clean_request(name: str, key: str, fingerprint: str, *, module_version: int 
     )
 
 
-def learning_request(name: str, key: str, fingerprint: str) -> dg.RunRequest:
-    """Learn from drop `key` (this version of its file); the run ends by cleaning it again."""
-    return dg.RunRequest(
-        run_key=f"learn:{key}@{fingerprint}", job_name=learn_job_name(name), partition_key=key,
-        tags={DROP_TAG: key, LEARNING_TAG: name, LEARNED_FROM_TAG: f"{key}@{fingerprint}"},
-    )
+def learning_request(name: str, key: str, fingerprint: str, *, labels: Path | None = None) -> dg.RunRequest:
+    """Learn from drop `key` (this version of its file); the run ends by cleaning it again.
+
+    With `labels` (a corrected label sample of the drop), the learning first keeps them with the drop, and is held
+    to them: each version of that file starts one learning.
+    """
+    run_key, tags = f"learn:{key}@{fingerprint}", {DROP_TAG: key, LEARNING_TAG: name,
+                                                  LEARNED_FROM_TAG: f"{key}@{fingerprint}"}
+    if labels is not None:
+        run_key += f":labels:{labels.name}@{FileState.of(labels).fingerprint}"
+        tags[LABELS_TAG] = str(labels)
+    return dg.RunRequest(run_key=run_key, job_name=learn_job_name(name), partition_key=key, tags=tags)
 
 
 def already_learned(instance: dg.DagsterInstance, key: str, fingerprint: str) -> bool:

@@ -1,17 +1,22 @@
-"""Sensors of a dataset: its drop folder, cleaned drops that fail their residual or entity check, and the
-learning runs they start (learning_sensor.py).
+"""Sensors of a dataset: its drop folder, cleaned drops that fail their residual or entity check, its labels
+folder (corrected label samples), and the learning runs they start (learning_sensor.py).
 
 They are on by default (the residual one only with `learn_on_residual: auto`), so `smolclean ui` cleans
-new files and learns from new dirt without anyone clicking. The rules for picking files up live in
-`core/watch.py` and docs/drop-folders.md.
+new files and learns from new dirt and from corrections without anyone clicking. The rules for picking files up
+live in `core/watch.py` and docs/drop-folders.md.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import dagster as dg
 
+from .asset_keys import DatasetKeys
 from .core.drops import drop_key
-from .core.errors import SettingsError
+from .core.errors import SettingsError, SmolcleanError
+from .core.labels import read_labels
+from .core.labels_folder import drop_of_label
 from .core.watch import FileState, WatchCursor, observe, probe_drop, scan_folder
 from .drop_runs import (
     Cleaning,
@@ -150,6 +155,76 @@ def build_residual_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinition
     return learn_on_residual
 
 
+def build_labels_folder_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinition:
+    """Watches the dataset's labels folder: a corrected label sample saved there, named after its drop as
+    `<name>/label_sample` names it, starts a learning from that drop held to the corrections.
+
+    A file is taken once it has stopped changing, once per version (core/watch.py's rules; `to_label/` is not
+    watched). One that is not its drop's labels (no such drop, another header, an unknown row) is reported once,
+    in the tick's log and as an observation on `<name>/label_sample`, naming the row and the column; nothing of it
+    is stored. While a learning of the dataset runs, finished files wait for it to end.
+    """
+    name = s.name
+    drops = drops_partitions(name)
+
+    @dg.sensor(
+        name=f"{name}_labels_folder", jobs=jobs, minimum_interval_seconds=s.sensor_interval_s,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=f"Learns from a drop again, held to the corrected label sample saved in {s.labels_dir} under "
+        "the drop's name (the file <name>/label_sample writes to its to_label/ folder).",
+    )
+    def labels_folder(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        plan = observe(WatchCursor.from_json(context.cursor), scan_folder(s.labels_dir), stable_ticks=s.stable_ticks)
+        cursor = plan.cursor
+        busy = learning_in_progress(context.instance, name) if plan.ready else None
+        drop_files = [f.name for f in scan_folder(s.drops_dir, s.glob)] if plan.ready else []
+        runs: list[dg.RunRequest] = []
+        events: list[dg.AssetObservation] = []
+        notes: list[str] = []
+        for f in plan.ready:
+            if busy or runs:  # one learning at a time: the file stays pending, taken on a later tick
+                notes.append(f"{f.name} waits for {f'learning run {busy}' if busy else 'the learning requested now'} "
+                             f"of {name!r} to end")
+                continue
+            path, key = s.labels_dir / f.name, None
+            try:
+                drop = s.drops_dir / drop_of_label(path, drop_files)
+                key = drop_key(drop)
+                labels = read_labels(path, drop)
+            except SmolcleanError as exc:
+                context.log.warning(f"labels not taken, nothing stored: {exc}")
+                notes.append(str(exc))
+                known = key is not None and context.instance.has_dynamic_partition(drops.name, key)
+                events.append(_rejected_labels(name, path, str(exc), key if known else None))
+                cursor = cursor.with_status(f, "rejected", str(exc))
+                continue
+            context.log.info(f"{labels.summary()}: learning from {drop.name} again, held to them")
+            runs.append(learning_request(name, key, FileState.of(drop).fingerprint, labels=path))
+            cursor = cursor.with_status(f, "handled")
+        if plan.settling:
+            notes.append(f"waiting for {len(plan.settling)} file(s) to stop changing: "
+                         + ", ".join(f.name for f in plan.settling[:5]))
+        new_keys = [r.partition_key for r in runs
+                    if not context.instance.has_dynamic_partition(drops.name, r.partition_key)]
+        return dg.SensorResult(
+            run_requests=runs, cursor=cursor.to_json(), asset_events=events,
+            dynamic_partitions_requests=[drops.build_add_request(new_keys)] if new_keys else None,
+            skip_reason=None if runs else ("; ".join(notes) or f"no new corrected file in {s.labels_dir}"),
+        )
+
+    return labels_folder
+
+
+def _rejected_labels(name: str, path: Path, reason: str, drop: str | None) -> dg.AssetObservation:
+    """Why a corrected file was not taken, as an observation on `<name>/label_sample` (on the drop's partition
+    when the file names a drop)."""
+    return dg.AssetObservation(
+        asset_key=DatasetKeys(name).key("label_sample"), partition=drop,
+        description=f"{path.name} was not taken, nothing of it is stored: {reason}",
+        metadata={"file": dg.MetadataValue.path(str(path)), "reason": dg.MetadataValue.text(reason)},
+    )
+
+
 def _residual_request(context: dg.SensorEvaluationContext, s: DatasetSettings, cleaning: Cleaning,
                       version: int | None) -> dg.RunRequest | None:
     """What to do about one cleaning: nothing, clean the drop again with a newer module, or learn from it."""
@@ -201,5 +276,5 @@ def _no_module_note(s: DatasetSettings, waiting: list[str], learning: str | None
 
 def build_sensors(s: DatasetSettings, jobs: list, learning_jobs: list) -> list[dg.SensorDefinition]:
     """Every sensor of one dataset: `jobs` clean and learn from drops, `learning_jobs` are the learning flow's steps."""
-    return [build_drop_folder_sensor(s, jobs), build_residual_sensor(s, jobs),
+    return [build_drop_folder_sensor(s, jobs), build_residual_sensor(s, jobs), build_labels_folder_sensor(s, jobs),
             build_learning_sensor(s, [*jobs, *learning_jobs])]

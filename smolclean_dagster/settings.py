@@ -135,6 +135,11 @@ class DatasetSettings(BaseModel):
     def drops_dir(self) -> Path:
         return self.drop_folder or self.workdir / "drops" / self.name
 
+    @property
+    def labels_dir(self) -> Path:
+        """Where the label samples of drops are written (`to_label/`) and corrected files are handed back."""
+        return self.workdir / "labels" / self.name
+
     def check_drop_folder(self) -> Path:
         """The drop folder, which must exist when the setting names it (a typo would watch nothing for ever).
 

@@ -381,10 +381,7 @@ def keep_what_labels_allow(registry: Registry, labels: list[Labels], runner: Cod
                 rows = after
     if not dropped:
         return registry, ()
-    names = {d.name for d in dropped}
-    pruned = registry.model_copy(update={"entries": tuple(e for e in registry.entries if e.function.name not in names),
-                                         "version": registry.version + 1, "dropped": (*registry.dropped, *dropped)})
-    return pruned, tuple(dropped)
+    return registry.without_dropped(dropped), tuple(dropped)
 
 
 __all__ = ["ROW", "Broken", "Cell", "Labels", "describe_broken", "keep_what_labels_allow", "pick_rows", "read_labels",

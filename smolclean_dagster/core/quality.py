@@ -288,10 +288,7 @@ def keep_what_agrees(registry: Registry, drops: dict[str, pd.DataFrame], runner:
                 rows = after
     if not dropped:
         return registry, ()
-    names = {d.name for d in dropped}
-    pruned = registry.model_copy(update={"entries": tuple(e for e in registry.entries if e.function.name not in names),
-                                         "version": registry.version + 1, "dropped": (*registry.dropped, *dropped)})
-    return pruned, tuple(dropped)
+    return registry.without_dropped(dropped), tuple(dropped)
 
 
 def row_examples(before: pd.DataFrame, after: pd.DataFrame, limit: int = 12) -> tuple[RowExample, ...]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -182,6 +182,12 @@ class Registry(BaseModel):
             return self
         entry = _unique_name(entry, self.names())
         return self.model_copy(update={"entries": (*self.entries, entry), "version": self.version + 1})
+
+    def without_dropped(self, dropped: Sequence[DroppedFunction]) -> Registry:
+        """The next version of the registry with the `dropped` functions taken out, each with its reason."""
+        names = {d.name for d in dropped}
+        return self.model_copy(update={"entries": tuple(e for e in self.entries if e.function.name not in names),
+                                       "version": self.version + 1, "dropped": (*self.dropped, *dropped)})
 
     def without_chunks(self, chunks: frozenset[str] | set[str]) -> Registry:
         """The registry as a chunk sees it when `chunks` run beside it: their functions and declines left out."""
