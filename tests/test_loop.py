@@ -99,3 +99,17 @@ def test_the_held_out_rows_are_never_shown_to_the_analyst(messy_csv, tmp_path, s
     list(run_chunk(work(df, 0, 30, df.iloc[50:]), analyst, RegistryStore(tmp_path / "r.json", "people"), sandbox))
     for request in analyst.requests:
         assert "HELD OUT SENTINEL" not in request.chunk.to_csv()
+
+
+def test_the_gates_judge_each_drop_by_its_own_rows_even_when_a_freed_frame_s_id_comes_back():
+    # the drop as cleaned is kept per reference frame; a frame freed by one learning and a new one given the same
+    # id by the allocator must not share value counts (one drop's "ENG" on 23 rows judged by another's counts)
+    from smolclean_dagster.core.loop import _drop_as_cleaned
+    from smolclean_dagster.core.registry import Registry
+
+    registry = Registry(dataset="d")
+    for i in range(300):
+        frame = pd.DataFrame({"language": [f"lang{i}"] * 5}, dtype=object)
+        got = _drop_as_cleaned(registry, frame, frame.copy()).counts.values["language"]
+        assert dict(got) == {f"lang{i}": 5}
+        del frame, got

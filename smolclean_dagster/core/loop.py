@@ -378,6 +378,8 @@ class _DropAsCleaned:
     rows: pd.DataFrame | None
     counts: harm.ValueCounts
     keys: dict[str, str]
+    #: The reference frame these were made from: held, so that its id is not another frame's while cached.
+    reference: pd.DataFrame | None = None
 
 
 _DROPS: dict[tuple[int, int, int], _DropAsCleaned] = {}
@@ -388,10 +390,10 @@ def _drop_as_cleaned(registry: Registry, reference: pd.DataFrame | None,
     """The drop's reference rows as the registry cleans them (`cleaned`, the step's), their value counts and
     entity columns, kept per registry version and reference."""
     key = (id(reference), registry.version, len(registry.entries))
-    if key not in _DROPS:
+    if key not in _DROPS or _DROPS[key].reference is not reference:
         _DROPS.clear()
         keys = {} if cleaned is None or cleaned.empty else entity_keys(cleaned)
-        _DROPS[key] = _DropAsCleaned(cleaned, harm.ValueCounts.of(cleaned), keys)
+        _DROPS[key] = _DropAsCleaned(cleaned, harm.ValueCounts.of(cleaned), keys, reference)
     return _DROPS[key]
 
 
