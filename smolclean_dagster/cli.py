@@ -125,6 +125,8 @@ def _log_level(args: argparse.Namespace) -> str:
 def _print_outcome(outcome, drops: Path) -> None:
     v = outcome.validation
     print(f"[{outcome.dataset}] {outcome.functions} function(s) learned from {outcome.chunks} chunk(s) of {outcome.drop}")
+    if outcome.labels:
+        print(f"  labels:  {outcome.labels}")
     print(f"  module:  {outcome.module}")
     print(f"  report:  {outcome.report}")
     print(f"  cleaned: {outcome.cleaned}")
@@ -173,10 +175,6 @@ def _learn(args: argparse.Namespace) -> int:
     from .learning import learn
 
     settings = _learn_settings(args)
-    if args.labels is not None:
-        from .core.labels import read_labels
-
-        print(f"[{settings.name}] {read_labels(args.labels, args.file).summary()}")
     _print_outcome(learn(settings, args.file, log_level=_log_level(args), labels=args.labels), settings.drops_dir)
     _print_version(settings)
     return 0

@@ -92,6 +92,8 @@ class LearnOutcome:
     validation: ValidationReport
     instructions: tuple[ItemState, ...] = ()
     stopped: str = ""
+    #: The labels learned with, in one line ("20 labelled rows from ...: 3 cells corrected, ..."), if any.
+    labels: str = ""
 
 
 def check_learnable(source: Path) -> None:
@@ -191,6 +193,7 @@ def learn(
         instructions=states,
         stopped=stop_reason(states, selection=plan.stopped, said_clean=said_clean,
                             reads=settings.reads_instructions),
+        labels=labelled.summary() if labelled is not None else "",
     )
 
 

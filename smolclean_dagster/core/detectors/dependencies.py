@@ -521,7 +521,8 @@ def repair(frame: pd.DataFrame, learned: Dependencies, *, rounds: int = 10, fill
                 change &= key(b).notna()
             if not voted:
                 held, held_valid = key(b).notna(), key(b).isin(valid)
-                backed &= b not in learned.numeric
+                if b in learned.numeric:  # a number far from its key's is the item's own: slips only
+                    backed = pd.Series(False, index=out.index)
                 change &= ~held | conditioned | (backed & (strong | ~held_valid)) | (_slips(key(b), proposal) & ~held_valid)
             if not voted and change.any():
                 change &= _fits(out, b, key, proposal, learned)
