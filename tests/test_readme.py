@@ -1,5 +1,6 @@
 """The README and the docs/ pages it links say what the code does: the settings table lists every setting
-with the code's default, wherever the table lives, and every page and link can be reached."""
+with the code's default, wherever the table lives, every page and link can be reached, and every install command
+takes the versions of constraints.txt."""
 
 from __future__ import annotations
 
@@ -71,3 +72,20 @@ def test_the_readme_stays_a_front_page():
     assert len(readme.splitlines()) <= 150
     for heading in ("## The two commands", "## A first dataset", "## In your Dagster project", "## Where to go next"):
         assert heading in readme
+
+
+def test_every_install_command_takes_the_versions_of_constraints_txt():
+    """The README, the docs pages and CI install smolclean through constraints.txt, with the extras they name."""
+    # Neither installs smolclean: the user's own dg project (docs/deployment.md), and pip itself in CI.
+    others = {"pip install -e .", "pip install -q --upgrade pip"}
+    commands = [
+        (path.relative_to(ROOT), command.strip())
+        for path in [*PAGES, ROOT / ".ci" / "run"]
+        for command in re.findall(r"pip install[^`&#\n]*", path.read_text(encoding="utf-8"))
+    ]
+    assert len(commands) > len(others)
+    for path, command in commands:
+        if command not in others:
+            # requirements.txt is `-c constraints.txt` and the test extra (tests/test_packaging.py).
+            assert re.search(r"-c \S*constraints\.txt |-r requirements\.txt$", command), \
+                f"{path}: `{command}` does not use constraints.txt"
