@@ -118,11 +118,10 @@ def test_gate_runs_before_anything_executes(sandbox, frame):
 
 
 def test_an_endless_loop_times_out_and_the_next_call_works(frame):
+    # stopped by its CPU time limit, not by the wall clock: a busy machine gives a busy function its full limit
     with Sandbox(workers=1) as sb:
-        started = time.monotonic()
-        with pytest.raises(SandboxTimeout, match="did not finish within 1 s"):
+        with pytest.raises(SandboxTimeout, match="did not finish within 1 s of CPU time"):
             sb.run("def f(df):\n    while True:\n        pass\n", frame, timeout_s=1.0)
-        assert time.monotonic() - started < 1.0 + 2.0
         assert len(sb.run(STRIP, frame)) == 900
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import time
 
 import pandas as pd
 import pytest
@@ -147,3 +151,34 @@ def test_a_rules_template_is_never_rejected_for_time_and_a_model_function_is(san
     templated = slow.model_copy(update={"rule": RuleSpec(template="strip_whitespace.py.j2", context={})})
     verdict = check_candidate(templated, CHUNK, HOLDOUT, sandbox, timeout_s=120)
     assert verdict.accepted, verdict.reason
+
+
+def _iterations_for(cpu_seconds: float) -> int:
+    """Loop iterations of `total += i` that take about `cpu_seconds` of CPU on this machine."""
+    started, total, n = time.process_time(), 0, 2_000_000
+    for i in range(n):
+        total += i
+    return int(n * cpu_seconds / max(1e-3, time.process_time() - started))
+
+
+def test_a_function_with_a_fixed_start_up_cost_gets_the_same_verdict_on_a_busy_machine(sandbox):
+    # A second of set-up, then cheap vectorised work over 40 columns: accepted on an idle machine. With busy loops
+    # on every core the same call takes several seconds of wall time; judged by the wall clock it was rejected
+    # ("too slow: 2.1 s on 39 rows"), so what was learned depended on the machine's load. Its CPU time is the same.
+    setup = _iterations_for(1.0)
+    tidy = CleaningFunction.from_code(
+        f'def tidy_notes(df):\n    """Strip and lower-case every note column, after a set-up."""\n    total = 0\n'
+        f"    for i in range({setup}):\n        total += i\n    df = df.copy()\n"
+        "    for column in df.columns:\n        df[column] = df[column].str.strip().str.lower()\n    return df\n")
+    args = (tidy, wide_rows(0, 50), wide_rows(50, 50), sandbox)  # no held-out rows: fewer runs of the set-up
+    idle = check_candidate(*args, sample=wide_rows(60, 5000), timeout_s=60)
+    assert idle.accepted, idle.reason
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
+    try:
+        loaded = check_candidate(*args, sample=wide_rows(60, 5000), timeout_s=60)
+    finally:
+        for loop in busy:
+            loop.kill()
+            loop.wait()
+    assert loaded.accepted, loaded.reason
+    assert loaded.evidence == idle.evidence

@@ -9,6 +9,7 @@ same bytes, so re-exporting an unchanged registry changes nothing in version con
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from pathlib import Path
 
 from . import frozen
@@ -35,9 +36,9 @@ def render_module(registry: Registry, *, with_main: bool = True) -> str:
     imports: set[str] = {"import pandas as pd"}
     bodies: list[str] = []
     for entry in registry.entries:
-        fn_imports, body = split_imports(entry.function.code)
+        fn_imports, body = _module_part(entry.function.code)
         imports.update(fn_imports)
-        bodies.append(_read_only_constants(body).rstrip("\n"))
+        bodies.append(body)
     if any(f"= {READ_ONLY_CALL}(" in body for body in bodies):
         imports.add(f"from {READ_ONLY_IMPORT[0]} import {READ_ONLY_IMPORT[1]}")
         bodies.insert(0, _read_only_source())
@@ -72,6 +73,13 @@ def render_module(registry: Registry, *, with_main: bool = True) -> str:
     except SyntaxError as exc:
         raise ExportError(f"the rendered module for {registry.dataset!r} does not parse: {exc}") from exc
     return source + main_block(module_filename(registry.dataset)) if with_main else source
+
+
+@lru_cache(maxsize=256)
+def _module_part(code: str) -> tuple[tuple[str, ...], str]:
+    """A function's imports and its body as the module holds it; learning renders the same functions many times."""
+    fn_imports, body = split_imports(code)
+    return tuple(fn_imports), _read_only_constants(body).rstrip("\n")
 
 
 def _read_only_constants(body: str) -> str:

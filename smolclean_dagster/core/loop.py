@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -81,19 +82,33 @@ class LoopSettings:
     labels: Labels | None = None
 
 
+#: Frames recently cleaned by a registry, with the frame they were made from (held, so that its id is not another
+#: frame's while kept): the steps of a chunk clean the same chunk and reference rows until a function is accepted.
+_CLEANED: OrderedDict[tuple, tuple[pd.DataFrame, pd.DataFrame]] = OrderedDict()
+CLEANED_KEPT = 8
+
+
 def clean_with(registry: Registry, df: pd.DataFrame, runner: CodeRunner, *, timeout_s: float = 30.0) -> pd.DataFrame:
     """`df` cleaned by every function of `registry`, run in the sandbox as the exported module."""
     if not registry.entries or df.empty:
         return df.reset_index(drop=True)
     from .export import render_module
 
+    key = (id(df), df.shape, registry.dataset, tuple((e.function.name, e.function.code) for e in registry.entries))
+    if key in _CLEANED and _CLEANED[key][0] is df:
+        _CLEANED.move_to_end(key)
+        return _CLEANED[key][1].copy()
     try:
-        return runner.run(render_module(registry), df, entry="clean", module=True, timeout_s=timeout_s)
+        cleaned = runner.run(render_module(registry), df, entry="clean", module=True, timeout_s=timeout_s)
     except MODEL_FAULTS as exc:
         raise SmolcleanError(
             f"the registry of {registry.dataset!r} (version {registry.version}) fails on new rows: {exc}; "
             "fix or remove the failing function in the registry file"
         ) from exc
+    _CLEANED[key] = (df, cleaned.copy())
+    while len(_CLEANED) > CLEANED_KEPT:
+        _CLEANED.popitem(last=False)
+    return cleaned
 
 
 def summarise_registry(registry: Registry) -> tuple[RegisteredSummary, ...]:

@@ -171,9 +171,12 @@ class Dependencies:
 def cell_keys(series: pd.Series) -> pd.Series:
     """Each cell as a lookup key: stripped text with runs of spaces collapsed; empty cells, null tokens
     and non-text cells are missing (NaN)."""
-    text = series.where(series.apply(isinstance, args=(str,))).astype(object)
+    codes, distinct = pd.factorize(series)  # each distinct value is made a key once
+    text = pd.Series(distinct, dtype=object)
+    text = text.where(text.apply(isinstance, args=(str,))).astype(object)
     key = text.str.strip().str.replace(r"[^\S\r\n]{2,}", " ", regex=True)
-    return key.where(~key.str.casefold().isin(NULL_TOKENS | {""}))
+    key = key.where(~key.str.casefold().isin(NULL_TOKENS | {""}))
+    return pd.Series(np.append(key.to_numpy(dtype=object), np.nan)[codes], index=series.index, dtype=object)
 
 
 def learn(frame: pd.DataFrame) -> Dependencies:
@@ -483,110 +486,155 @@ def repair(frame: pd.DataFrame, learned: Dependencies, *, rounds: int = 10, fill
         ['birmingham', 'anchorage']
     """
     out = frame.copy()
-    keys: dict[str, pd.Series] = {}
-
-    def key(column: str) -> pd.Series:
-        if column not in keys:
-            keys[column] = cell_keys(out[column])
-        return keys[column]
-
+    keys = _Keys(out)
+    n = len(out)
     for _ in range(rounds):
         changed = False
         for b in learned.dependents:
             if b not in out.columns:
                 continue
-            proposal, conflict = pd.Series(None, index=out.index, dtype=object), pd.Series(False, index=out.index)
-            strong = pd.Series(False, index=out.index)
-            backed, conditioned = pd.Series(False, index=out.index), pd.Series(False, index=out.index)
+            proposal, conflict = np.full(n, None, dtype=object), np.zeros(n, bool)
+            strong, backed, conditioned = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
             valid: set[str] = set()
             voted = False
             for d in (d for d in learned.dependencies if d.dependent == b and d.determinant in out.columns):
                 voted |= d.source is not None
                 valid |= set(d.mapping.values())
-                strong |= key(d.determinant).isin(d.strong)
-                named = key(d.determinant).map(d.mapping)
+                strong |= keys.isin(d.determinant, set(d.strong))
+                named = keys.named(d.determinant, d.mapping)
                 if d.source is None:  # a key the row's other columns contradict may be the wrong cell itself
-                    doubted, agreed = _key_witnessed(d, learned, out, key)
-                    named = named.where(~doubted)
-                    backed |= named.notna() & agreed
+                    doubted, agreed = keys.witnessed(d.determinant, b, learned)
+                    named = np.where(doubted, None, named)
+                    backed |= pd.notna(named) & agreed
                 proposal, conflict = _vote(proposal, conflict, named)
             for c in (c for c in learned.conditions if c.dependent == b and c.determinant in out.columns):
-                off = key(c.determinant).notna() & (key(c.determinant) != c.usual)
-                implied = pd.Series(np.where(off, c.value, None), index=out.index, dtype=object)
+                held_key = keys(c.determinant)
+                off = pd.notna(held_key) & (held_key != c.usual)
                 strong |= off  # a condition holds over many rows (CONDITION_ROWS) by construction
                 conditioned |= off
-                proposal, conflict = _vote(proposal, conflict, implied)
-            change = proposal.notna() & ~conflict & (proposal != key(b).fillna("\0"))
+                proposal, conflict = _vote(proposal, conflict, np.where(off, c.value, None))
+            held_key = keys(b)
+            held = pd.notna(held_key)
+            change = pd.notna(proposal) & ~conflict & (proposal != np.where(held, held_key, "\0"))
             if not fill_empty:
-                change &= key(b).notna()
+                change &= held
             if not voted:
-                held, held_valid = key(b).notna(), key(b).isin(valid)
+                held_valid = keys.isin(b, valid)
                 if b in learned.numeric:  # a number far from its key's is the item's own: slips only
-                    backed = pd.Series(False, index=out.index)
-                change &= ~held | conditioned | (backed & (strong | ~held_valid)) | (_slips(key(b), proposal) & ~held_valid)
+                    backed = np.zeros(n, bool)
+                decided = ~held | conditioned | (backed & (strong | ~held_valid))
+                change &= decided | ~held_valid
+                for i in np.flatnonzero(change & ~decided):  # else only a slip of the key's value is repaired
+                    change[i] = _near(held_key[i], proposal[i])
             if not voted and change.any():
-                change &= _fits(out, b, key, proposal, learned)
+                change &= _fits(keys, b, proposal, learned, out.columns)
             if change.any():
-                out[b] = out[b].mask(change.to_numpy(), proposal.to_numpy())
-                keys.pop(b, None)
+                out[b] = out[b].mask(change, proposal)
+                keys.forget(b)
                 changed = True
         if not changed:
             break
     return out
 
 
-def _key_witnessed(d: Dependency, learned: Dependencies, out: pd.DataFrame, key) -> tuple[pd.Series, pd.Series]:
-    """Per row, whether its key is doubted and whether it is backed by the row's other columns it determines.
+class _Keys:
+    """The columns of a frame under repair as lookup keys (object arrays, None where a cell is no key) and what
+    each table names for them, kept until the column changes: a round looks one key up in many tables."""
 
-    Doubted: the key names, for another column, a value the row does not hold; then the key may be the wrong cell
-    (a zip code typed wrong), and it repairs nothing in that row. Backed: some other column holds the value the key
-    names for it; only then may a value far from the key's (not a slip of it) be replaced, since a row whose other
-    columns say nothing of its key may be another entity of the same key's value."""
-    doubted = pd.Series(False, index=out.index)
-    agreed = pd.Series(False, index=out.index)
-    for other in (*learned.dependencies, *learned.witnesses):
-        if other.determinant == d.determinant and other.dependent != d.dependent and other.source is None \
-                and other.dependent in out.columns:
-            named, held = key(d.determinant).map(other.mapping), key(other.dependent)
-            doubted |= named.notna() & held.notna() & (named != held)
-            agreed |= named.notna() & (named == held)
-    return doubted, agreed
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self.frame = frame
+        self._keys: dict[str, np.ndarray] = {}
+        self._codes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._named: dict[tuple[str, int], np.ndarray] = {}
+        self._witnessed: dict[str, tuple[np.ndarray, np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]] = {}
+
+    def __call__(self, column: str) -> np.ndarray:
+        if column not in self._keys:
+            self._keys[column] = cell_keys(self.frame[column]).to_numpy(dtype=object, na_value=None)
+        return self._keys[column]
+
+    def _factorized(self, column: str) -> tuple[np.ndarray, np.ndarray]:
+        if column not in self._codes:
+            self._codes[column] = pd.factorize(self(column))
+        return self._codes[column]
+
+    def named(self, column: str, mapping: dict[str, str]) -> np.ndarray:
+        """Per row, the value `mapping` names for the row's key in `column` (None where it names none)."""
+        if (column, id(mapping)) not in self._named:
+            codes, uniques = self._factorized(column)
+            self._named[(column, id(mapping))] = _lookup(codes, uniques, mapping)
+        return self._named[(column, id(mapping))]
+
+    def isin(self, column: str, values: set[str]) -> np.ndarray:
+        codes, uniques = self._factorized(column)
+        return np.append(np.array([u in values for u in uniques], dtype=bool), False)[codes]
+
+    def witnessed(self, determinant: str, dependent: str, learned: Dependencies) -> tuple[np.ndarray, np.ndarray]:
+        """Per row, whether its key in `determinant` is doubted and whether it is backed, by the row's columns
+        other than `dependent` that the key determines.
+
+        Doubted: the key names, for another column, a value the row does not hold; then the key may be the wrong
+        cell (a zip code typed wrong), and it repairs nothing in that row. Backed: some other column holds the
+        value the key names for it; only then may a value far from the key's (not a slip of it) be replaced,
+        since a row whose other columns say nothing of its key may be another entity of the same key's value."""
+        if determinant not in self._witnessed:
+            n = len(self.frame)
+            doubts, agrees, each = np.zeros(n, int), np.zeros(n, int), {}
+            for other in (*learned.dependencies, *learned.witnesses):
+                if other.determinant == determinant and other.source is None and other.dependent in self.frame.columns:
+                    named, held = self.named(determinant, other.mapping), self(other.dependent)
+                    known = pd.notna(named)
+                    against = known & pd.notna(held) & (named != held)
+                    agree = known & (named == held)
+                    doubts, agrees = doubts + against, agrees + agree
+                    was = each.get(other.dependent, (np.zeros(n, int), np.zeros(n, int)))
+                    each[other.dependent] = (was[0] + against, was[1] + agree)
+            self._witnessed[determinant] = (doubts, agrees, each)
+        doubts, agrees, each = self._witnessed[determinant]
+        own = each.get(dependent, (0, 0))
+        return doubts - own[0] > 0, agrees - own[1] > 0
+
+    def forget(self, column: str) -> None:
+        """`column` was repaired: its keys, the lookups of its keys and every row's witnesses are stale."""
+        self._keys.pop(column, None)
+        self._codes.pop(column, None)
+        for stale in [k for k in self._named if k[0] == column]:
+            del self._named[stale]
+        self._witnessed.clear()
 
 
-def _slips(held: pd.Series, proposal: pd.Series) -> pd.Series:
-    """Per row, whether the value held is a slip of the value proposed: a typing error or two away
-    (`SLIP_CHARS_PER_EDIT` characters per edit: a letter typed, dropped, replaced, or two swapped), case aside; values shorter than `MIN_SLIP_LENGTH` are
-    never slips of each other ("PA" and "CA" are two states)."""
-    pairs = pd.DataFrame({"held": held, "proposal": proposal}).dropna()
-    out = pd.Series(False, index=held.index)
-    if pairs.empty:
-        return out
-    verdict = {(a, b): _near(a, b) for a, b in set(zip(pairs["held"], pairs["proposal"]))}
-    out[pairs.index] = [verdict[p] for p in zip(pairs["held"], pairs["proposal"])]
-    return out
+def _lookup(codes: np.ndarray, uniques: np.ndarray, mapping: dict[str, str]) -> np.ndarray:
+    """Per row, `mapping`'s value for the row's code among `uniques` (None for code -1 and keys it lacks)."""
+    return np.array([mapping.get(u) for u in uniques] + [None], dtype=object)[codes]
 
 
 def _near(held: str, proposal: str) -> bool:
+    """Whether the value held is a slip of the value proposed: a typing error or two away (`SLIP_CHARS_PER_EDIT`
+    characters per edit: a letter typed, dropped, replaced, or two swapped), case aside; values shorter than
+    `MIN_SLIP_LENGTH` are never slips of each other ("PA" and "CA" are two states)."""
     if min(len(held), len(proposal)) < MIN_SLIP_LENGTH:
         return False
     return OSA.distance(held.casefold(), proposal.casefold()) <= max(1, len(proposal) // SLIP_CHARS_PER_EDIT)
 
 
-def _vote(proposal: pd.Series, conflict: pd.Series, new: pd.Series) -> tuple[pd.Series, pd.Series]:
-    conflict = conflict | (proposal.notna() & new.notna() & (proposal != new))
-    return proposal.where(proposal.notna(), new), conflict
+def _vote(proposal: np.ndarray, conflict: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    has, adds = pd.notna(proposal), pd.notna(new)
+    return np.where(has, proposal, new), conflict | (has & adds & (proposal != new))
 
 
-def _fits(out: pd.DataFrame, b: str, key, proposal: pd.Series, learned: Dependencies) -> pd.Series:
-    better = pd.Series(0, index=out.index)
-    known = pd.Series(False, index=out.index)
-    contradicts = pd.Series(False, index=out.index)
-    for d in (d for d in learned.dependencies if d.determinant == b and d.dependent in out.columns):
-        other = key(d.dependent)
-        new, old = proposal.map(d.mapping), key(b).map(d.mapping)
-        better = better + (new == other).astype(int) - (old == other).astype(int)
-        known = known | old.notna()
-        contradicts = contradicts | (new.notna() & other.notna() & (new != other))
+def _fits(keys: _Keys, b: str, proposal: np.ndarray, learned: Dependencies, columns) -> np.ndarray:
+    """Per row, whether the proposed value fits the row's other columns better than the value held, and
+    contradicts none of them."""
+    n = len(proposal)
+    better, known, contradicts = np.zeros(n, int), np.zeros(n, bool), np.zeros(n, bool)
+    codes, uniques = pd.factorize(proposal)
+    for d in (d for d in learned.dependencies if d.determinant == b and d.dependent in columns):
+        other = keys(d.dependent)
+        new, old = _lookup(codes, uniques, d.mapping), keys.named(b, d.mapping)
+        has_new, has_old, has_other = pd.notna(new), pd.notna(old), pd.notna(other)
+        better += (has_new & (new == other)).astype(int) - (has_old & (old == other)).astype(int)
+        known |= has_old
+        contradicts |= has_new & has_other & (new != other)
     return ~contradicts & ((better > 0) | ~known)
 
 

@@ -8,7 +8,9 @@ honest code inside the envelope and to explain, line by line, what to change.
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -139,8 +141,9 @@ def prepare(code: str, *, module: bool, entry: str | None = None) -> Program:
     functions = [node for node in screened if isinstance(node, ast.FunctionDef)]
     if not module:
         _check_single_function(functions, reasons)
+    lines = code.encode().splitlines(keepends=True)  # as the parser counts them; offsets are in bytes
     for node in screened:
-        _screen(node, reasons)
+        _screen_once(lines, node, reasons)
     _check_imported_aliases(screened, reasons)
     names = [fn.name for fn in functions]
     if module or len(names) == 1:  # otherwise the missing or extra functions are already reported
@@ -264,6 +267,34 @@ def _is_main_guard(node: ast.stmt) -> bool:
     has_name = any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides)
     has_main = any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides)
     return has_name and has_main
+
+
+#: Digests of top-level statements that passed the screen. A module is its functions put together, and learning
+#: gates many modules that differ in one function; a statement's verdict depends on its text alone.
+_PASSED: OrderedDict[bytes, None] = OrderedDict()
+PASSED_KEPT = 4096
+
+
+def _screen_once(lines: list[bytes], root: ast.stmt, reasons: list[str]) -> None:
+    """`_screen`, skipped for a statement whose very text passed before (a failing one is screened again, so its
+    reasons carry this code's line numbers)."""
+    digest = None
+    if root.end_lineno is not None and root.end_col_offset is not None:
+        first, last = root.lineno - 1, root.end_lineno - 1
+        if first == last:
+            text = lines[first][root.col_offset:root.end_col_offset]
+        else:
+            text = lines[first][root.col_offset:] + b"".join(lines[first + 1:last]) + lines[last][:root.end_col_offset]
+        digest = hashlib.blake2b(type(root).__name__.encode() + b"\0" + text, digest_size=16).digest()
+    if digest is not None and digest in _PASSED:
+        return
+    found: list[str] = []
+    _screen(root, found)
+    reasons.extend(found)
+    if digest is not None and not found:
+        _PASSED[digest] = None
+        if len(_PASSED) > PASSED_KEPT:
+            _PASSED.popitem(last=False)
 
 
 def _screen(root: ast.stmt, reasons: list[str]) -> None:

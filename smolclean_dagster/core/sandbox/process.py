@@ -33,6 +33,10 @@ logger = logging.getLogger("smolclean.sandbox")
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 START_TIMEOUT_S = 60.0
+#: A command's wall-clock deadline: this many times its CPU time limit, plus a grace for moving the frames. Four
+#: busy processes per core still leave a computing child its CPU limit before the deadline passes.
+WALL_SLACK = 4
+WALL_GRACE_S = 5.0
 # The only environment a worker gets: no API keys, no PYTHON* variables, one thread per numeric library.
 WORKER_ENV = {
     "PATH": "/usr/bin:/bin",
@@ -116,11 +120,14 @@ class WorkerProcess:
     def command(self, header: dict, payload: bytes, *, timeout_s: float) -> tuple[dict, bytes]:
         """Send one command and return the child's header and data, or raise the matching SandboxError.
 
-        The deadline covers sending, running and receiving. On a timeout, a dead zygote or a broken
-        protocol the zygote is replaced before raising, so the next command finds a working one.
+        `timeout_s` is CPU time: the child's CPU limit stops code that computes too long, whatever else the machine
+        runs. The wall-clock deadline, covering sending, running and receiving, is `WALL_SLACK` times longer (plus
+        `WALL_GRACE_S`): it catches code that waits instead of computing, and is never what stops a busy function on
+        a busy machine. On a timeout, a dead zygote or a broken protocol the zygote is replaced before raising, so
+        the next command finds a working one.
         """
         self.ready()
-        deadline = time.monotonic() + timeout_s
+        deadline = time.monotonic() + timeout_s * WALL_SLACK + WALL_GRACE_S
         proc = self._proc
         try:
             wire.write_json(proc.stdin.fileno(), header)
@@ -130,14 +137,14 @@ class WorkerProcess:
             data = wire.read_frame(proc.stdout.fileno(), (self.max_output_mb << 20) + (1 << 20), deadline)
         except wire.DeadlinePassed:
             self.restart()
-            raise SandboxTimeout(f"the function did not finish within {timeout_s:g} s; it was killed. Make it "
-                                 f"faster (vectorise instead of looping row by row) or check for endless loops")
+            raise SandboxTimeout(f"the function did not finish within {timeout_s * WALL_SLACK + WALL_GRACE_S:g} s; it "
+                                 f"was killed. Check for endless waits or loops")
         except (wire.WireError, OSError) as exc:
             self.restart()
             raise SandboxCrashed(f"the sandbox worker died or broke the protocol ({exc}); a new one was started")
-        return self._child_reply(status, head), data
+        return self._child_reply(status, head, timeout_s), data
 
-    def _child_reply(self, status: dict, head: bytes) -> dict:
+    def _child_reply(self, status: dict, head: bytes, timeout_s: float) -> dict:
         outcome = status.get("child")
         if outcome == "replied":
             try:
@@ -152,7 +159,9 @@ class WorkerProcess:
         if outcome == "died":
             how = status.get("how", "unknown")
             if "SIGXCPU" in how:
-                raise ResourceLimitExceeded(f"the function used up its CPU time limit ({how})")
+                raise SandboxTimeout(f"the function did not finish within {timeout_s:g} s of CPU time; it was "
+                                     f"killed. Make it faster (vectorise instead of looping row by row) or check for "
+                                     f"endless loops")
             raise SandboxCrashed(f"the sandboxed process died ({how}); it was probably stopped by the "
                                  f"sandbox's kernel layers or crashed in native code")
         self.restart()
