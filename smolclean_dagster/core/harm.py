@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 import pandas as pd
 
 from .detectors.boolean_spellings import SPELLINGS
@@ -82,9 +83,16 @@ class ValueCounts:
         text = as_text(frame)
         values, shapes = {}, {}
         for column in text.columns:
-            cells = [v.strip() for v in text[column].dropna() if not is_null_token(v)]
-            values[str(column)] = Counter(cells)
-            shapes[str(column)] = Counter(shape(v) for v in cells)
+            # each distinct cell judged once, in the order the column first holds it (so ties keep that order)
+            codes, distinct = pd.factorize(text[column])
+            rows = np.bincount(codes[codes >= 0], minlength=len(distinct))
+            counted, shaped = Counter(), Counter()
+            for raw, n in zip(distinct, rows.tolist()):
+                if not is_null_token(raw):
+                    counted[raw.strip()] += n
+            for value, n in counted.items():
+                shaped[shape(value)] += n
+            values[str(column)], shapes[str(column)] = counted, shaped
         return cls(values, shapes)
 
     def rounded(self, column: str) -> bool:

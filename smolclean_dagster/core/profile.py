@@ -7,7 +7,9 @@ live in `core/detectors/`, one module each.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+from collections import OrderedDict
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
@@ -72,12 +74,30 @@ def profile_columns(df: pd.DataFrame) -> list[ColumnProfile]:
     return profiles
 
 
+#: Findings of recently seen columns by their name and content: learning detects over the same reference rows at
+#: every step, and a step changes one column or none.
+_FOUND: OrderedDict[bytes, list[Finding]] = OrderedDict()
+FOUND_KEPT = 512
+
+
 def detect_column(name: str, series: pd.Series) -> list[Finding]:
     """Run every detector over one column, in priority order."""
+    try:
+        digest = hashlib.blake2b(repr((name, str(series.dtype), len(series))).encode(), digest_size=16)
+        digest.update(pd.util.hash_pandas_object(series, index=False).to_numpy().tobytes())
+        key = digest.digest()
+    except TypeError:  # cells pandas cannot hash (lists, dicts): detect again
+        key = None
+    if key is not None and key in _FOUND:
+        _FOUND.move_to_end(key)
+        return list(_FOUND[key])
     column = ColumnValues.of(name, series)
-    if not column.counts:
-        return []
-    return [f for d in DETECTORS if (f := d.detect(column)) is not None]
+    found = [f for d in DETECTORS if (f := d.detect(column)) is not None] if column.counts else []
+    if key is not None:
+        _FOUND[key] = found
+        while len(_FOUND) > FOUND_KEPT:
+            _FOUND.popitem(last=False)
+    return list(found)
 
 
 def detect_issues(df: pd.DataFrame) -> list[Finding]:

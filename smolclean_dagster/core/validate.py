@@ -82,10 +82,12 @@ def _scalar_text(v: object) -> str:
 def changed_cells(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     """A boolean frame over the columns both share: True where the cell's text differs."""
     cols = [c for c in before.columns if c in after.columns]
-    b = as_text(before[cols]).reset_index(drop=True)
-    a = as_text(after[cols]).reset_index(drop=True)
-    diff = ~((b == a) | (b.isna() & a.isna()))
-    return diff.astype(bool)
+    b = as_text(before[cols]).to_numpy(dtype=object)
+    a = as_text(after[cols]).to_numpy(dtype=object)
+    # text or None in every cell: `!=` tells two texts apart, a text from None, and None from None not
+    if b.shape != a.shape:
+        raise ValueError(f"cannot compare {len(before)} rows with {len(after)} cell by cell")
+    return pd.DataFrame(b != a, columns=cols, dtype=bool)
 
 
 def frames_equal(left: pd.DataFrame, right: pd.DataFrame) -> bool:

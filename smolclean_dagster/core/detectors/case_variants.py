@@ -21,6 +21,7 @@ stray character, not a case). `fix` is the rule; the template and the harm estim
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ..findings import Finding
 from .cells import ColumnValues, holds_person_names, top_examples
@@ -71,6 +72,7 @@ _WORD_START = re.compile(WORD_START)
 _SPACES = re.compile(r"\s+")
 
 
+@lru_cache(maxsize=1 << 16)  # judged for the same values over and over while learning
 def style(value: str) -> str | None:
     """How a value is written: "upper", "lower", "title" (every word starts with a capital: "New York",
     "McDonald"), "mixed" ("de la Cruz", "iPhone"), or None when it has no cased letter.
