@@ -13,6 +13,7 @@ import dagster as dg
 
 from .core.agreement import CHECK_ROWS, AgreementReport, describe
 from .core.apply import ApplyResult
+from .core.questions import Question, Questions, questions_behind
 from .metadata import findings_metadata
 
 ROWS_PRESERVED = "rows_preserved"
@@ -41,10 +42,12 @@ def cleaned_check_specs(asset: dg.AssetKey, partitions_def: dg.PartitionsDefinit
         ]
 
 
-def cleaned_check_results(result: ApplyResult, threshold: float,
-                          agreement: AgreementReport) -> list[dg.AssetCheckResult]:
-    """The outcome of the checks for one cleaned drop."""
+def cleaned_check_results(result: ApplyResult, threshold: float, agreement: AgreementReport,
+                          questions: Questions | None = None) -> list[dg.AssetCheckResult]:
+    """The outcome of the checks for one cleaned drop. A residual check that fails only on what open `questions`
+    ask about says so, naming them: the module leaves those cells as written until a person answers."""
     report = result.residual
+    behind = questions_behind(report, threshold, questions) if questions is not None else ()
     return [
         dg.AssetCheckResult(
             check_name=ROWS_PRESERVED,
@@ -57,7 +60,10 @@ def cleaned_check_results(result: ApplyResult, threshold: float,
             # A warning, not an error: the drop is cleaned as well as the module can; what is left is for
             # the agent to learn, not a reason to distrust what was written.
             severity=dg.AssetCheckSeverity.WARN,
+            description=_asked_about(behind, questions.dataset) if behind else None,
             metadata={
+                **({"questions": dg.MetadataValue.md("\n".join(f"- {q.number}. {q.text}" for q in behind))}
+                   if behind else {}),
                 "share_flagged": dg.MetadataValue.float(report.share),
                 "worst_column_share": dg.MetadataValue.float(report.worst_share),
                 "threshold": dg.MetadataValue.float(threshold),
@@ -75,6 +81,13 @@ def cleaned_check_results(result: ApplyResult, threshold: float,
             metadata=agreement_metadata(agreement),
         ),
     ]
+
+
+def _asked_about(behind: tuple[Question, ...], dataset: str) -> str:
+    which = " and ".join(f"question {q.number} ({', '.join(q.columns)})" for q in behind)
+    return (f"Fails only on what the last learning asked about, {which}: the file does not say which way is right, "
+            f"so the module leaves those cells as written. Answer with the job `{dataset}_answer` or "
+            f"`smolclean answer {dataset}`, then learn the drop again.")
 
 
 def agreement_metadata(agreement: AgreementReport) -> dict[str, dg.MetadataValue]:

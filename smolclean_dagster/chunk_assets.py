@@ -12,7 +12,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from .asset_keys import DatasetKeys
-from .core.analysts.drop_findings import left_as_written
+from .core.analysts.asked import left_as_written
 from .core.drops import read_drop
 from .core.label_store import stored_labels
 from .core.labels import Labels

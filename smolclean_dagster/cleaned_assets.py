@@ -12,6 +12,8 @@ from .checks import agreement_metadata, cleaned_check_results, cleaned_check_spe
 from .core.agreement import check_drop
 from .core.apply import apply_module, read_module_version
 from .core.errors import SmolcleanError
+from .core.questions import load_questions
+from .core.storage import DatasetStore
 from .core.watch import FileState
 from .drop_folder import find_drop_file
 from .live_module import VERSION_TAG, CleanConfig, cleaning_module_for
@@ -76,7 +78,8 @@ def cleaned_data_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDefini
                 **{f"entity_{k}": v for k, v in agreement_metadata(agreement).items()},
                 "sandbox": dg.MetadataValue.text(sandbox.level.describe()),
             },
-            check_results=cleaned_check_results(result, s.residual_threshold, agreement),
+            check_results=cleaned_check_results(result, s.residual_threshold, agreement,
+                                                questions=load_questions(DatasetStore(s.storage_dir, s.name))),
         )
 
     return cleaned_data

@@ -86,6 +86,13 @@ def _parser() -> argparse.ArgumentParser:
     rollback.add_argument("--reason", default="rolled back", help="why, for the audit trail")
     rollback.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
 
+    answer = sub.add_parser("answer", help="answer the questions learning ended with (what the file leaves open)")
+    answer.add_argument("name")
+    answer.add_argument("--question", type=int, default=None, metavar="N",
+                        help="the question to answer (without it, each open question is asked in turn)")
+    answer.add_argument("--option", type=int, default=None, metavar="K", help="with --question: the option chosen")
+    answer.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
+
     ui = sub.add_parser("ui", help="the Dagster UI (and daemon) on a workdir")
     ui.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
     ui.add_argument("--port", type=int, default=3000)
@@ -100,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         commands = {"demo": _demo, "learn": _learn, "apply": _apply, "ui": _ui, "versions": _versions,
-                    "approve": _approve, "rollback": _rollback, "label": _label}
+                    "approve": _approve, "rollback": _rollback, "label": _label, "answer": _answer}
         return commands[args.command](args)
     except SmolcleanError as exc:
         # A user's error (a file, a setting): one paragraph saying what to do; the traceback only with -v.
@@ -146,6 +153,17 @@ def _print_outcome(outcome, drops: Path) -> None:
         print(f"  stopped: {outcome.stopped}")
 
 
+def _print_questions(questions, workdir: Path) -> None:
+    """The questions learning ends with: what the drop leaves open that the instructions do not settle."""
+    if questions is None or not questions.open:
+        print("  questions: none (the drop leaves no convention open that the instructions do not settle)")
+        return
+    print(f"  questions: {len(questions.open)} the drop leaves open, left as written until you answer "
+          f"(smolclean answer {questions.dataset} --workdir {workdir}):")
+    for q in questions.open:
+        print("\n".join(f"    {line}" for line in q.lines()))
+
+
 def _print_left(v) -> None:
     """Per column, what the detectors still find on the cleaned held-out rows."""
     if not v.left:
@@ -175,7 +193,9 @@ def _learn(args: argparse.Namespace) -> int:
     from .learning import learn
 
     settings = _learn_settings(args)
-    _print_outcome(learn(settings, args.file, log_level=_log_level(args), labels=args.labels), settings.drops_dir)
+    outcome = learn(settings, args.file, log_level=_log_level(args), labels=args.labels)
+    _print_outcome(outcome, settings.drops_dir)
+    _print_questions(outcome.questions, settings.workdir)
     _print_version(settings)
     return 0
 
@@ -326,7 +346,7 @@ def _dataset(workdir: Path, name: str):
 
 def _versions(args: argparse.Namespace) -> int:
     from .live_module import versions
-    from .module_versions import version_changes
+    from .module_versions import version_changes, waits_because
 
     history = versions(_dataset(args.workdir, args.name)).load()
     if not history.versions:
@@ -351,6 +371,8 @@ def _versions(args: argparse.Namespace) -> int:
             print(f"      learning: {v.metrics.line()}")
         if v.approved_by:
             print(f"      approved by: {v.approved_by}")
+        if v.state == "proposed":
+            print(f"      waits for approval: {waits_because(v)}")
     print("changes of state (newest first):")
     for c in reversed(history.changes):
         print(f"  {c.at}  version {c.version}: {c.previous or '-'} -> {c.state}, by {c.by}: {c.why}")
@@ -362,10 +384,10 @@ def _versions(args: argparse.Namespace) -> int:
 
 def _approve(args: argparse.Namespace) -> int:
     from .live_module import versions
-    from .module_versions import current_user
+    from .module_versions import command_line_user
 
     settings = _dataset(args.workdir, args.name)
-    version = versions(settings).approve(args.version, by=current_user(), why=args.reason)
+    version = versions(settings).approve(args.version, by=command_line_user(), why=args.reason)
     _record(settings, version)
     print(f"version {version.number} of {args.name} is live: new drops are cleaned by it, and the drops cleaned by "
           "another version are cleaned again by the schedule while `smolclean ui` runs")
@@ -374,32 +396,84 @@ def _approve(args: argparse.Namespace) -> int:
 
 def _rollback(args: argparse.Namespace) -> int:
     from .live_module import versions
-    from .module_versions import current_user
+    from .module_versions import command_line_user
 
     settings = _dataset(args.workdir, args.name)
-    version = versions(settings).rollback(args.to, by=current_user(), why=args.reason)
+    version = versions(settings).rollback(args.to, by=command_line_user(), why=args.reason)
     _record(settings, version)
     print(f"version {version.number} of {args.name} is live again")
     return 0
 
 
 def _record(settings, version) -> None:
-    """The change of state on the asset `<name>/module_version`, so the UI shows it."""
-    from .learning import workdir_instance
-    from .module_versions import record_state_change
+    """The change of state on the asset `<name>/module_version`, in the instance the UI uses, so the UI shows it."""
+    from .instance import workdir_instance
+    from .module_versions import report_state_change
 
     with workdir_instance(settings.workdir) as instance:
-        record_state_change(instance, settings, version)
+        report_state_change(instance, settings, version)
+
+
+def _answer(args: argparse.Namespace) -> int:
+    from .answers import answer_question
+    from .core.questions import load_questions
+    from .core.storage import DatasetStore
+
+    settings = _dataset(args.workdir, args.name)
+    questions = load_questions(DatasetStore(settings.storage_dir, settings.name))
+    if (args.question is None) != (args.option is None):
+        raise SmolcleanError("give both --question N and --option K, or neither to be asked each open question")
+    if args.question is not None:
+        chosen = [(args.question, args.option)]
+    elif not questions.open:
+        print(f"{args.name}: no open question (the last learning left no convention open that the instructions "
+              "do not settle)")
+        return 0
+    else:
+        chosen = []
+        for q in questions.open:
+            print("\n".join(q.lines()))
+            reply = _ask_option(q)
+            if reply is not None:
+                chosen.append((q.number, reply))
+    learn_again = False
+    for number, option in chosen:
+        answer = answer_question(settings, number, option)
+        learn_again |= answer.option.cells > 0
+        print(f"question {number}: \"{answer.option.instruction}\" joins the instructions of {args.name}")
+    if learn_again:
+        from .drop_folder import find_drop_file
+
+        print(f"learn again to serve them (a new version is proposed): smolclean learn "
+              f"{find_drop_file(settings, questions.drop)} --name {args.name} --workdir {args.workdir}")
+    return 0
+
+
+def _ask_option(question) -> int | None:
+    """The option a person types for a question, asked again until it is one of them; None to skip it."""
+    numbers = [o.number for o in question.options]
+    while True:
+        try:
+            reply = input(f"option for question {question.number} (1-{len(numbers)}, Enter to skip): ").strip()
+        except EOFError:
+            return None
+        if not reply:
+            return None
+        if reply.isdigit() and int(reply) in numbers:
+            return int(reply)
+        print(f"  {reply!r} is no option of question {question.number}")
 
 
 def _ui(args: argparse.Namespace) -> int:
-    from .learning import workdir_instance
+    from .instance import HOME_VARIABLE, dagster_home, workdir_instance
     from .settings import load_workdir
 
     workdir = args.workdir.resolve()
-    workdir_instance(workdir)
-    env = {**os.environ, "DAGSTER_HOME": str(workdir / "dagster_home"), "SMOLCLEAN_WORKDIR": str(workdir)}
-    print(f"serving the datasets of {workdir} at http://{args.host}:{args.port}")
+    workdir_instance(workdir).dispose()
+    # The instance every smolclean command of this workdir uses (`dg dev` would read a `.env` here the same way).
+    home = dagster_home(workdir)
+    env = {**os.environ, HOME_VARIABLE: str(home), "SMOLCLEAN_WORKDIR": str(workdir)}
+    print(f"serving the datasets of {workdir} at http://{args.host}:{args.port} (Dagster instance: {home})")
     for settings in load_workdir(workdir):
         print(f"  {settings.name}: new files in {settings.drops_dir}/ ({settings.glob}) are cleaned automatically; "
               f"corrected label samples saved in {settings.labels_dir}/ are learned from")

@@ -2,7 +2,9 @@
 
 In a dg project, `dg scaffold defs smolclean_dagster.SmolcleanComponent customers` writes
 `defs/customers/defs.yaml`; edit the drop folder, the instructions, the model and the limits there. Every
-attribute is a `DatasetSettings` field (the LLM's is spelled `model` in YAML); unset ones keep its default.
+attribute is a `DatasetSettings` field (the LLM's is spelled `model` in YAML); unset ones keep its default. The
+scaffold also sets DAGSTER_HOME in the project's `.env` (unless one is set), so `dg dev` keeps its instance in the
+workdir, where smolclean's commands find it (instance.py).
 """
 
 # No `from __future__ import annotations`: dg derives the YAML schema from the evaluated field annotations.
@@ -17,9 +19,12 @@ import dagster as dg
 from pydantic import BaseModel
 
 from .factory import build_defs
+from .instance import keep_project_instance
 from .settings import DatasetSettings
 
 log = logging.getLogger("smolclean.component")
+#: The workdir a scaffolded dataset gets, relative to the project root.
+DEFAULT_WORKDIR = "smolclean-work"
 
 
 def _setting(field: str, yaml_name: str | None = None) -> dg.Resolver:
@@ -92,7 +97,7 @@ class SmolcleanScaffolder(dg.Scaffolder[SmolcleanScaffoldParams]):
         text = _DEFS_YAML.format(
             type_name=request.type_name,
             name=name,
-            workdir=json.dumps("smolclean-work"),
+            workdir=json.dumps(DEFAULT_WORKDIR),
             drop_folder=json.dumps(params.drop_folder or f"data/{name}/drops"),
             glob=json.dumps(params.glob or "*.csv"),
             instructions=json.dumps(params.instructions or ""),
@@ -102,6 +107,10 @@ class SmolcleanScaffolder(dg.Scaffolder[SmolcleanScaffoldParams]):
         )
         (request.target_path / "defs.yaml").write_text(text, encoding="utf-8")
         _create_drop_folder(request, params.drop_folder or f"data/{name}/drops")
+        root = request.project_root or Path.cwd()
+        home = keep_project_instance(root, root / DEFAULT_WORKDIR)
+        if home is not None:
+            log.info("`dg dev` keeps its Dagster instance in %s (DAGSTER_HOME in %s)", home, root / ".env")
 
 
 def _create_drop_folder(request: dg.ScaffoldRequest, drop_folder: str) -> None:

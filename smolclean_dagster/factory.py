@@ -7,12 +7,13 @@ from functools import cache
 
 import dagster as dg
 
+from .answers import build_answer_job
 from .assets import build_dataset_assets
 from .drop_learning import build_drop_learning
 from .drop_runs import drop_jobs
 from .io_managers import FramesIOManager, RecordsIOManager
 from .learning_runs import learning_jobs
-from .module_versions import build_approve_job, build_module_version
+from .module_versions import build_approve_job, build_module_version, build_rollback_job
 from .resources import LLMResource, SandboxResource
 from .schedules import build_reclean_schedule
 from .sensors import build_sensors
@@ -60,7 +61,7 @@ def build_defs(
         # Operations: new drops cleaned by a sensor, stale ones by a schedule, dirty ones taught back (a learning
         # run's steps submitted by a sensor too).
         ops_jobs, learn_jobs = drop_jobs(s, deployment_executor=executor is not None), learning_jobs(s)
-        jobs += [*ops_jobs, *learn_jobs, build_approve_job(s)]
+        jobs += [*ops_jobs, *learn_jobs, build_approve_job(s), build_rollback_job(s), build_answer_job(s)]
         sensors += build_sensors(s, ops_jobs, learn_jobs)
         schedules.append(build_reclean_schedule(s, ops_jobs[0]))
         resources[f"{s.name}_frames"] = FramesIOManager(storage_dir=str(s.storage_dir), dataset=s.name)

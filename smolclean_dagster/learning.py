@@ -38,9 +38,13 @@ from .core.labels import read_labels
 from .core.learning_flow import FlowStep
 from .core.plan import ChunkPlan
 from .core.quality import ValidationReport
+from .core.questions import Questions, load_questions
 from .core.steps import ChunkTrace, FinalStep
 from .core.storage import DatasetStore
+from .core.watch import FileState
+from .drop_runs import LEARNED_FROM_TAG
 from .factory import build_defs
+from .instance import workdir_instance
 from .learning_runs import ANALYSE_CHUNK, WAVE_TAG, Advance, advance_learning, ensure_pool_limit, new_learning_run_id
 from .partitions import drops_partitions
 from .settings import DatasetSettings, save_settings
@@ -49,33 +53,6 @@ if TYPE_CHECKING:
     from dagster._core.instance.ref import InstanceRef
 
 log = logging.getLogger("smolclean.learning")
-
-_DAGSTER_YAML = """\
-telemetry:
-  enabled: false
-python_logs:
-  managed_python_loggers: [smolclean]
-"""
-
-
-def workdir_instance(workdir: Path) -> dg.DagsterInstance:
-    """The Dagster instance kept under `<workdir>/dagster_home` (created on first use)."""
-    home = (Path(workdir) / "dagster_home").resolve()
-    home.mkdir(parents=True, exist_ok=True)
-    config = home / "dagster.yaml"
-    if not config.exists():
-        config.write_text(_DAGSTER_YAML, encoding="utf-8")
-    instance = dg.DagsterInstance.from_config(str(home))
-    storage = instance.event_log_storage
-    if hasattr(storage, "index_connection") and not storage.has_table("dynamic_partitions"):
-        # A process killed while the storage was being created can leave it without some tables; make the
-        # missing ones (only those: nothing stored is touched), rather than stop every later run with "run
-        # `dagster instance migrate`".
-        from dagster._core.storage.event_log.schema import SqlEventLogStorageMetadata
-
-        with storage.index_connection() as connection:
-            SqlEventLogStorageMetadata.create_all(connection)
-    return instance
 
 
 @dataclass(frozen=True)
@@ -94,6 +71,8 @@ class LearnOutcome:
     stopped: str = ""
     #: The labels learned with, in one line ("20 labelled rows from ...: 3 cells corrected, ..."), if any.
     labels: str = ""
+    #: What the drop leaves open that the instructions do not settle: asked, not guessed (`smolclean answer`).
+    questions: Questions | None = None
 
 
 def check_learnable(source: Path) -> None:
@@ -194,6 +173,7 @@ def learn(
         stopped=stop_reason(states, selection=plan.stopped, said_clean=said_clean,
                             reads=settings.reads_instructions),
         labels=labelled.summary() if labelled is not None else "",
+        questions=load_questions(store),
     )
 
 
@@ -216,6 +196,12 @@ class _EmbeddedRuns:
             self._wave(advance.requests)
             return
         [request] = advance.requests
+        if advance.step is FlowStep.READ_DROP:
+            # Marks this version of the drop as learned from, as a learning the sensors start is: the residual
+            # sensor of `smolclean ui` then does not learn from it again.
+            fingerprint = FileState.of(self.path).fingerprint
+            request = request.with_replaced_attrs(
+                tags={**request.tags, LEARNED_FROM_TAG: f"{request.partition_key}@{fingerprint}"})
         result = self._execute(request)
         if advance.step is FlowStep.EXPORT_MODULE:
             validation = DatasetStore(self.settings.storage_dir, self.settings.name).load_model("validation",

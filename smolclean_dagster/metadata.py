@@ -10,6 +10,7 @@ from .core.instructions import coverage_line
 from .core.plan import ChunkPlan
 from .core.profile import Finding
 from .core.quality import ValidationReport
+from .core.questions import Questions
 from .core.registry import Registry
 from .core.steps import ChunkTrace, FinalStep, ProposalStep, VerdictStep
 
@@ -213,3 +214,14 @@ def left_metadata(report: ValidationReport) -> dict[str, dg.MetadataValue]:
         "columns_with_findings_left": dg.MetadataValue.int(len(report.left)),
         "left": dg.MetadataValue.md("\n".join(rows) if report.left else "nothing the detectors look for"),
     }
+
+
+def questions_metadata(questions: Questions, dataset: str) -> dict[str, dg.MetadataValue]:
+    """The questions a learning ends with (the conventions the drop leaves open), and how to answer them."""
+    how = (f"Answer with the job `{dataset}_answer` (config: question, option) or `smolclean answer {dataset}`; "
+           "the next learning of the drop serves the answer.") if questions.open else ""
+    return {
+        "questions_open": dg.MetadataValue.int(len(questions.open)),
+        "questions": dg.MetadataValue.md("\n\n".join(x for x in (questions.markdown(), how) if x)),
+    }
+

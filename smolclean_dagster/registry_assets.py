@@ -20,6 +20,7 @@ from .core.export import write_module
 from .core.functions import CleaningFunction
 from .core.plan import ChunkPlan
 from .core.quality import ValidationReport, keep_what_agrees, keep_what_holds, validate_registry
+from .core.questions import ask_after_learning
 from .core.registry import Registry
 from .core.report import write_report
 from .core.shipped_tests import write_tests
@@ -27,7 +28,9 @@ from .core.label_store import every_label
 from .core.labels import keep_what_labels_allow
 from .core.steps import ChunkTrace
 from .core.storage import DatasetStore
-from .metadata import consolidation_metadata, coverage_metadata, registry_metadata, validation_metadata
+from .drop_runs import DROP_TAG
+from .metadata import (consolidation_metadata, coverage_metadata, questions_metadata, registry_metadata,
+                       validation_metadata)
 from .module_versions import learning_run_metrics
 from .resources import LLMResource, SandboxResource
 from .settings import DatasetSettings
@@ -135,17 +138,21 @@ def cleaning_module_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDef
 
     @dg.asset(key=keys.key("cleaning_module"), group_name=keys.group,
               ins={"registry": dg.AssetIn(keys.key("registry")), "validation": dg.AssetIn(keys.key("validation"))})
-    def cleaning_module(context: dg.AssetExecutionContext, registry: Registry,
+    def cleaning_module(context: dg.AssetExecutionContext, smolclean_sandbox: SandboxResource, registry: Registry,
                         validation: ValidationReport) -> dg.MaterializeResult:
         """The exported module with its tests (held-out rows replayed) and its report: readable,
-        reviewable, runnable without smolclean."""
+        reviewable, runnable without smolclean; and the questions the learning ends with (the conventions the drop
+        leaves open)."""
         path = write_module(registry, s.module_dir)
         labels = every_label(store)
+        questions = ask_after_learning(store, registry, s.instructions, smolclean_sandbox.get(),
+                                       drop=context.run.tags.get(DROP_TAG))
         tests = write_tests(s.name, registry.version, len(registry.entries), validation, s.module_dir, labels=labels)
         report = write_report(registry, validation, s.module_dir, plans=store.models("chunks", ChunkPlan),
                               traces=store.models("chunk_functions", ChunkTrace),
                               items=registry.items_for(s.instructions), reads_instructions=s.reads_instructions,
-                              metrics=learning_run_metrics(context, s, registry, validation), labels=labels)
+                              metrics=learning_run_metrics(context, s, registry, validation), labels=labels,
+                              questions=questions)
         source = path.read_text(encoding="utf-8")
         chart = s.module_dir / "quality.png"
         return dg.MaterializeResult(
@@ -157,6 +164,7 @@ def cleaning_module_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDef
                 "registry_version": dg.MetadataValue.int(registry.version),
                 "functions": dg.MetadataValue.int(len(registry.entries)),
                 "code": dg.MetadataValue.md(f"```python\n{source}\n```"),
+                **questions_metadata(questions, s.name),
             }
         )
 

@@ -30,6 +30,7 @@ from .drop_runs import (
     learning_request,
     learning_sensor_name,
 )
+from .instance import is_temporary, temporary_instance_warning
 from .learning_runs import learning_in_progress
 from .learning_sensor import build_learning_sensor
 from .live_module import times_live
@@ -42,7 +43,8 @@ def build_drop_folder_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinit
 
     With no module yet, the first finished drop is learned from (`learn_on_residual: auto`) or the files
     wait, with the reason in the tick (`on_request`). Unreadable files are reported in the tick (log and
-    an observation on `<name>/cleaned_data`) once per version, and the other files go on.
+    an observation on `<name>/cleaned_data`) once per version, and the other files go on. On a temporary
+    instance (`dg dev` without DAGSTER_HOME) each tick warns that a restart would clean everything again.
     """
     name = s.name
     drops = drops_partitions(name)
@@ -60,6 +62,8 @@ def build_drop_folder_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinit
         except SettingsError as exc:
             context.log.warning(str(exc))
             return dg.SkipReason(str(exc))
+        if is_temporary(context.instance):
+            context.log.warning(temporary_instance_warning(s.workdir))
         plan = observe(WatchCursor.from_json(context.cursor), scan_folder(folder, s.glob), stable_ticks=s.stable_ticks)
         cursor, version = plan.cursor, current_module_version(s)
         runs: list[dg.RunRequest] = []

@@ -270,6 +270,28 @@ def save_settings(settings: DatasetSettings) -> Path:
     return path
 
 
+def add_instructions(workdir: Path | str, name: str, texts: list[str]) -> str:
+    """Add `texts` as instruction items of dataset `name` in its settings file in `workdir` (an answer to a question
+    learning asked), keeping every other setting as written there; returns the instructions now saved.
+
+    Example:
+        >>> add_instructions("work", "customers", ["Write 'N/A' as empty in column 'email'."])  # doctest: +SKIP
+        "- Write 'N/A' as empty in column 'email'."
+    """
+    from .core.files import write_atomic
+    from .core.instructions import with_items
+
+    path = settings_file(Path(workdir), name)
+    if not path.is_file():
+        raise SettingsError(f"dataset {name!r} has no settings file {path} (it is declared in code or in a dg "
+                            f"component): add to its setting 'instructions': {' '.join(texts)}")
+    data = _read_settings_file(path)
+    data["instructions"] = with_items(str(data.get("instructions") or ""), texts)
+    DatasetSettings.load(workdir=Path(workdir), **{**data, "name": name})  # still valid settings, or the error says why
+    write_atomic(path, yaml.safe_dump(data, sort_keys=True))
+    return data["instructions"]
+
+
 def load_workdir(workdir: Path | str) -> list[DatasetSettings]:
     """Every dataset configured in a workdir, in name order."""
     workdir = Path(workdir)

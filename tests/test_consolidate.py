@@ -133,3 +133,30 @@ def test_a_merge_names_its_columns_in_the_drop_s_order_whichever_chunk_wrote_whi
         merged.append(entry.function)
     assert merged[0].name == merged[1].name == "strip_whitespace_name_city_plan"
     assert merged[0].columns == ("name", "city", "plan") and merged[0].code == merged[1].code
+
+
+def test_a_module_too_long_for_one_sandbox_run_is_still_consolidated(sandbox):
+    """Functions carrying big tables (a later wave's beside the first's, before they are merged) can make the
+    module longer than the sandbox takes in one run: it is checked in consecutive parts, which clean the same."""
+    from smolclean_dagster.core.sandbox.gate import MAX_CODE_CHARS
+
+    rows = pd.DataFrame({"name": [" Ann", "Bo", "Cy"], "city": ["Rome ", "Oslo", " Lima"],
+                         "code": ["k1", "k2", "x"]}, dtype=object)
+    table = {f"k{i}": f"K{i}" for i in range(MAX_CODE_CHARS // 30)}  # about 0.6 of what one run takes
+
+    def spell(name: str) -> CleaningFunction:
+        constant = name.upper()
+        return CleaningFunction.from_code(
+            f'{constant} = {table!r}\n\n\ndef {name}(df):\n    """Spell codes."""\n'
+            f'    return df.assign(code=df["code"].map({constant}).fillna(df["code"]))\n', columns=["code"])
+
+    first = _rules_function(rows[["name"]].copy(), ())
+    second = _rules_function(rows[["city"]].copy(), (first.name,))
+    registry = _registry(first, spell("codes"), spell("codes_again"), second)
+    assert len(render_module(registry)) > MAX_CODE_CHARS
+
+    rules = RulesAnalyst()
+    result = consolidate(registry, rows, sandbox, rule_key=rules.merge_key,
+                         rule_merger=partial(rules.merge, column_order=tuple(rows.columns)))
+
+    assert [e.function.name for e in result.registry.entries] == ["strip_whitespace_name_city", "codes", "codes_again"]

@@ -54,12 +54,9 @@ def _run(python: Path, cwd: Path, *cmd: str, timeout: float = 180) -> subprocess
 
 
 def _env(python: Path) -> dict[str, str]:
-    """The project's virtualenv activated, and a Dagster instance beside it."""
+    """The project's virtualenv activated, and no DAGSTER_HOME: the scaffold gives the project its instance."""
     env = python.parents[1]
-    home = env.parent / "dagster_home"
-    home.mkdir(exist_ok=True)
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
-    return {**os.environ, "DAGSTER_HOME": str(home), "VIRTUAL_ENV": str(env),
+    return {**{k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}, "VIRTUAL_ENV": str(env),
             "PATH": f"{env / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
             "DAGSTER_DG_UPDATE_CHECK_ENABLED": "0"}  # offline: create-dagster would ask PyPI for a newer version
 
@@ -71,6 +68,8 @@ def test_the_documented_commands_take_a_dagster_user_to_a_running_project(venv: 
     _run(venv, shop, "dg", "scaffold", "defs", "smolclean_dagster.SmolcleanComponent", "customers")
     assert (shop / "src" / "shop" / "defs" / "customers" / "defs.yaml").is_file()
     assert (shop / "data" / "customers" / "drops").is_dir()  # the sensor's folder exists: its ticks do not fail
+    home = shop / "smolclean-work" / "dagster_home"  # the instance `dg dev` and the commands use (.env)
+    assert f"DAGSTER_HOME={home}" in (shop / ".env").read_text(encoding="utf-8")
     _run(venv, shop, "dg", "check", "defs")
     listed = json.loads(_run(venv, shop, "dg", "list", "defs", "--json").stdout)
     assert {"customers/raw_data", "customers/chunk_functions", "customers/cleaning_module",
@@ -103,5 +102,19 @@ def test_the_documented_commands_take_a_dagster_user_to_a_running_project(venv: 
                 break
             time.sleep(1)
         assert {"customers/raw_data", "customers/cleaned_data"} <= paths
+        deadline = time.monotonic() + 60
+        while not _sensor_ticked(home, "customers_drop_folder"):  # the daemon works in the workdir's instance
+            assert time.monotonic() < deadline, "no tick of customers_drop_folder in the workdir's instance"
+            time.sleep(1)
+        assert not list(shop.glob(".tmp_dagster_home_*"))  # no temporary instance, gone with a restart
     finally:
         stop_group(ui)
+
+
+def _sensor_ticked(home: Path, sensor: str) -> bool:
+    import dagster as dg
+    from dagster._core.scheduler.instigation import InstigatorType
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        return any(s.instigator_name == sensor and instance.get_ticks(s.instigator_origin_id, s.selector_id, limit=1)
+                   for s in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR))

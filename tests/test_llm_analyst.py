@@ -322,3 +322,38 @@ def test_the_cost_of_a_priced_model_is_reported(llm, tmp_path, people):
     llm.add(reply(CLEAN, prompt_tokens=1_000_000, completion_tokens=0))
     proposal = analyst(llm, tmp_path, model="openai/gpt-4o-mini").propose(request(people))
     assert 0.01 < proposal.usage.cost_usd < 10  # from litellm's local price map, no network
+
+
+def test_a_querys_answer_comes_back_as_an_answer_and_a_rejection_as_a_rejection(llm, tmp_path, people, sandbox):
+    boom = 'def city_boom(df):\n    """Boom."""\n    raise ValueError("no such column: town")\n'
+    llm.add(reply('<issues>\n- city: spellings\n</issues>\n<query>df["city"].value_counts()</query>'),
+            reply(fenced(boom, issues="- city: spellings")), reply(CLEAN))
+    store = RegistryStore(tmp_path / "registry.json", "people")
+    steps = list(run_chunk(chunk_work(people), analyst(llm, tmp_path), store, sandbox, LoopSettings(max_steps=5)))
+    assert steps[-1].reason == "clean"
+    after_query, after_rejection = (r.body["messages"][1]["content"] for r in llm.requests[1:3])  # the step's own part
+    answer = after_query.split("## The answer to your query\n")[1].split("\n## ")[0]
+    assert answer.startswith("Your query `df[\"city\"].value_counts()` over the drop's rows returned:\ncity\n")
+    assert "'Chicago '" in answer  # the city with a space after it is told apart from "Chicago"
+    # nothing was rejected: no "send a corrected function"
+    assert "## What happened to your previous reply" not in after_query and "corrected" not in after_query
+    assert "function city_boom was rejected: FunctionFailed" in after_rejection
+    assert "Send `city_boom` corrected" in after_rejection and "## The answer to your query" not in after_rejection
+    assert '`df["city"].value_counts()` returned:' in after_rejection.split("## Your earlier queries on this chunk")[1]
+    assert "## Rows of one entity" in after_query  # the entity (or that there is none) is said in every step
+
+
+def test_an_item_of_the_models_plan_is_declined_alone(llm, tmp_path, people, sandbox):
+    plan = "<plan>\n- name: remove the spaces around and inside names\n- spend: check the amounts\n</plan>"
+    llm.add(reply(fenced(STRIP_NAME, issues="- name: stray spaces") + f"\n{plan}\n<serves>1</serves>"),
+            reply("<issues>\n- spend: amounts look right\n</issues>\n<declined>\n- 2: every amount is written one way; "
+                  "nothing to fix\n</declined>"),
+            reply(CLEAN))
+    store = RegistryStore(tmp_path / "registry.json", "people")
+    steps = list(run_chunk(chunk_work(people), analyst(llm, tmp_path), store, sandbox, LoopSettings(max_steps=5)))
+    registry = store.load()
+    assert {s.number: s.state for s in registry.coverage(registry.items_for(""))} == {1: "served", 2: "declined"}
+    after_decline = llm.requests[2].prompt
+    assert "2. [declined: every amount is written one way; nothing to fix] spend: check the amounts" in after_decline
+    assert "could not be used" not in after_decline and "proposed no function" not in after_decline
+    assert steps[-1].reason == "clean" and len(llm.requests) == 3

@@ -113,3 +113,45 @@ def test_the_gates_judge_each_drop_by_its_own_rows_even_when_a_freed_frame_s_id_
         got = _drop_as_cleaned(registry, frame, frame.copy()).counts.values["language"]
         assert dict(got) == {f"lang{i}": 5}
         del frame, got
+
+
+class Planner:
+    """A model working to its own plan: each chunk's replies in turn, from a script per chunk, then "clean"."""
+
+    name = "planner"
+    trusts_detectors = False
+    reads_instructions = True
+
+    def __init__(self, scripts: dict[str, list[Proposal]]):
+        self.scripts = {chunk: list(replies) for chunk, replies in scripts.items()}
+
+    def propose(self, request: AnalysisRequest) -> Proposal:
+        replies = self.scripts[request.chunk_id]
+        return replies.pop(0) if replies else Proposal(status="clean")
+
+
+def test_two_chunks_of_a_wave_adding_the_same_plan_item_add_it_once(messy_csv, tmp_path, sandbox):
+    from smolclean_dagster.core.analysts.base import ItemDecline
+
+    df = read_drop(messy_csv)
+    holdout = df.iloc[40:].reset_index(drop=True)
+    store = RegistryStore(tmp_path / "registry.json", "people")
+    needless = ItemDecline(number=2, reason="every code already has five digits")
+    analyst = Planner({
+        "c0": [Proposal(plan=("city: unify the spellings",),
+                        declines=(ItemDecline(number=1, reason="the spellings agree"),)), Proposal(status="clean")],
+        # the second wave: two chunks side by side, each adding the line in its own words
+        "c10": [Proposal(plan=("zip: pad to 5 digits",), declines=(needless,)), Proposal(status="clean")],
+        "c20": [Proposal(plan=("Zip: pad to 5 digits.",), declines=(needless,)), Proposal(status="clean")],
+    })
+    first = list(run_chunk(work(df, 0, 10, holdout), analyst, store, sandbox))
+    assert first[-1].reason == "clean" and store.load().plan == ("city: unify the spellings",)
+    beside = [run_chunk(ChunkWork(dataset="people", drop="people.csv", chunk_id=f"c{start}", holdout=holdout,
+                                  rows=df.iloc[start:start + 10].reset_index(drop=True),
+                                  hidden=frozenset({f"c{other}"})), analyst, store, sandbox)
+              for start, other in ((10, 20), (20, 10))]
+    for chunk in beside:  # both read the plan of one item and propose before either adds its line
+        assert isinstance(next(chunk), ProposalStep)
+    finals = [list(chunk)[-1] for chunk in beside]
+    assert store.load().plan == ("city: unify the spellings", "zip: pad to 5 digits")
+    assert [f.reason for f in finals] == ["clean", "clean"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 
 import pandas as pd
@@ -115,3 +116,118 @@ def test_every_template_carries_a_version_the_changelog_explains():
     for name, version in versions.items():
         section = changelog[changelog.index(f"## {name}\n"):]
         assert f"- **{version}**:" in section.split("\n## ")[0], name
+
+
+def system_prompt() -> str:
+    return analysis_messages(AnalysisRequest(dataset="d", chunk_id="c", step=1,
+                                             chunk=pd.DataFrame({"a": ["x"]})))[0]["content"]
+
+
+def test_the_harm_rules_are_stated_with_the_numbers_the_gate_applies():
+    # the model learned "a value on 5 rows is presumed right" only from rejections; each rule is stated with the
+    # number core/harm.py applies, so a changed constant changes the prompt with it
+    from smolclean_dagster.core import harm
+    from smolclean_dagster.core.detectors.case_variants import KEEP_CELLS
+    from smolclean_dagster.core.detectors.cells import DOMINANT_SHAPE
+
+    system = " ".join(system_prompt().split())
+    assert f"it rewrites a value the drop holds on {KEEP_CELLS} rows or more wherever that value stands" in system
+    assert (f"more than {harm.HARM_SHARE:.0%} of the cells it changes (and {harm.MIN_HARM_CELLS} or more) held a "
+            f"value that looks valid: a value on {harm.COMMON_CELLS} rows or more turned into another of the same "
+            f"shape") in system
+    assert f"unless the new value is on {harm.RARER} times as many rows" in system
+    assert f"(the shape {DOMINANT_SHAPE:.0%} of its cells share)" in system
+    assert (f"more than {harm.CONTRADICTED_SHARE:.0%} of its changes (and {harm.MIN_HARM_CELLS} or more) write a "
+            "value the other rows of the same entity contradict") in system
+    assert "strip the unit off numbers where the column's bare numbers carry more decimals" in system
+    assert "Whatever it serves, it is sent back when the module with it added is no longer idempotent" in system
+    assert "an item of your own plan is no such permission" in system
+
+
+def entity_prompt(reference: pd.DataFrame) -> str:
+    user = analysis_messages(AnalysisRequest(dataset="d", chunk_id="c", step=1, chunk=reference.head(5),
+                                             reference=reference))[1]["content"]
+    return " ".join(user.split("## Rows of one entity")[1].split("\n## ")[0].split())
+
+
+def test_the_prompt_names_the_entity_the_gate_judges_by_and_never_a_last_name_or_a_mostly_blank_column():
+    from smolclean_dagster.core.entities import MIN_FILLED_SHARE, MIN_GROUP, MIN_GROUPED_SHARE
+
+    flights = pd.DataFrame({"flight": [f"AA-{i // 4}" for i in range(40)],
+                            "dep": [f"{7 + i // 4}:16 a.m." for i in range(40)],
+                            "src": ["aa", "ua", "flightview", "orbitz"] * 10})
+    assert "Rows with the same `flight` describe one thing, and they agree on `dep`" in entity_prompt(flights)
+    system = " ".join(system_prompt().split())
+    assert (f"groups of {MIN_GROUP} rows or more cover {MIN_GROUPED_SHARE:.0%} of the drop" in system
+            and f"a column filled on fewer than {MIN_FILLED_SHARE:.0%} of the rows names none" in system
+            and "a part of a person's name (a last or first name) is never one" in system)
+    # households of three people: a surname groups a household's rows, which agree on the city, but people in other
+    # cities share it; a first name left to group the rows where the surname is blank is no entity either
+    rng = random.Random(5)
+    rows = []
+    for _ in range(600):
+        surname, city = f"Name{rng.randrange(1000)}", f"City{rng.randrange(100)}"
+        rows += [{"first_name": f"P{rng.randrange(900)}", "last_name": surname, "city": city} for _ in range(3)]
+    people = pd.DataFrame(rows)
+    assert "No column names an entity" in entity_prompt(people)
+    assert "No column names an entity" in entity_prompt(people.rename(columns={"last_name": "Surname"}))
+    blank = people.assign(last_name=[v if rng.random() >= 0.7 else "" for v in people["last_name"]])
+    assert "No column names an entity" in entity_prompt(blank)
+    # a household column blank on three rows in five: its filled groups agree, but it names the entity of few rows
+    households = [f"H{i // 3}" for i in range(len(people))]
+    sparse = people.assign(last_name=[h if (i // 3) % 5 < 2 else "" for i, h in enumerate(households)])
+    assert "No column names an entity" in entity_prompt(sparse.rename(columns={"last_name": "household"}))
+    # the same column filled on every row is the entity: the blanks were what said nothing
+    full = people.assign(last_name=households).rename(columns={"last_name": "household"})
+    assert "Rows with the same `household` describe one thing" in entity_prompt(full)
+
+
+def test_module_constants_share_one_namespace_and_each_functions_constants_are_listed():
+    from smolclean_dagster.core.functions import CleaningFunction
+    from smolclean_dagster.core.loop import summarise_registry
+    from smolclean_dagster.core.registry import Provenance, Registry, RegistryEntry
+
+    code = ('import re\n\nNON_ASCII = re.compile("[^\\\\x00-\\\\x7f]")\nNAME_FIXES = {"jon": "John"}\n\n\n'
+            'def strip_non_ascii(df):\n    """Remove non-ASCII characters from `name`."""\n    df = df.copy()\n'
+            '    df["name"] = df["name"].str.replace(NON_ASCII, "", regex=True)\n    return df\n')
+    fn = CleaningFunction.from_code(code, columns=["name"])
+    registry = Registry(dataset="d").with_entry(RegistryEntry(function=fn, provenance=Provenance(
+        drop="d.csv", chunk="c0", step=1, analyst="llm")))
+    messages = analysis_messages(AnalysisRequest(dataset="d", chunk_id="c", step=1, chunk=pd.DataFrame({"name": ["x"]}),
+                                                 registry=summarise_registry(registry)))
+    assert "- `strip_non_ascii` [name] (constants NON_ASCII, NAME_FIXES): Remove non-ASCII" in messages[1]["content"]
+    system = " ".join(messages[0]["content"].split())
+    assert "Every function's constants share one namespace, the module's: a constant name another function already has" in system
+
+
+def test_a_query_answer_is_shown_as_an_answer_and_only_a_rejection_asks_for_a_corrected_function():
+    chunk = pd.DataFrame({"city": ["Chicago", "Chicgo"]})
+    answered = analysis_messages(AnalysisRequest(dataset="d", chunk_id="c", step=2, chunk=chunk,
+                                                 answer=('df["city"].value_counts()', "city\nChicago    2")))[1]["content"]
+    section = answered.split("## The answer to your query\n")[1].split("\n## ")[0]
+    assert section.startswith("Your query `df[\"city\"].value_counts()` over the drop's rows returned:\ncity\nChicago    2")
+    assert "## What happened to your previous reply" not in answered and "corrected" not in answered
+    rejected = analysis_messages(AnalysisRequest(dataset="d", chunk_id="c", step=2, chunk=chunk, sent_back="fix_city",
+                                                 feedback="function fix_city was rejected: it would do harm"))[1]["content"]
+    assert "## The answer to your query" not in rejected
+    assert "it would do harm\nSend `fix_city` corrected" in rejected
+    noted = analysis_messages(AnalysisRequest(dataset="d", chunk_id="c", step=2, chunk=chunk,
+                                              feedback="Items #2-#2 are added to your plan"))[1]["content"]
+    assert "Items #2-#2 are added" in noted and "corrected" not in noted
+    # and the model is told what an answer looks like: no blank label for an empty text or a repeated key
+    from smolclean_dagster.core.queries import EMPTY
+
+    system = " ".join(system_prompt().split())
+    assert "comes back in your next step as an answer, not as a rejection" in system
+    assert (f"every row's whole index label (a key repeated on several rows is written on each), an empty text as "
+            f"{EMPTY}") in system
+
+
+def test_an_item_may_be_declined_alone_and_a_plan_is_shared_by_the_chunks_of_a_wave():
+    system = " ".join(system_prompt().split())
+    assert "A decline may come beside a function or alone: a reply holding only <issues> and <declined>" in system
+    from smolclean_dagster.core.instructions import ItemState
+
+    user = analysis_messages(AnalysisRequest(dataset="d", chunk_id="c", step=2, chunk=pd.DataFrame({"a": ["x"]}),
+                                             planned=True, items=(ItemState(number=1, text="a: trim"),)))[1]["content"]
+    assert "Other chunks of this file share the plan" in " ".join(user.split())

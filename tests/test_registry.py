@@ -150,3 +150,30 @@ def test_a_function_the_model_rewrote_from_the_same_prompt_is_told_apart_from_on
     assert "the model answered the same prompt with another reply" in varied
     asked_anew = registry_changes(before, learned(["carrier", "status"], "p2", "r2")).markdown()
     assert asked_anew.startswith("- changed `strip_whitespace`") and "another reply" not in asked_anew
+
+
+def _rule_made(name: str, columns: list[str], table: dict) -> CleaningFunction:
+    from smolclean_dagster.core.functions import RuleSpec
+
+    code = f'TABLE = {table!r}\n\n\ndef {name}(df):\n    """Fix {name}."""\n    return df.replace({{{columns[0]!r}: TABLE}})\n'
+    return CleaningFunction.from_code(code, columns=columns, rule=RuleSpec(template="t.py.j2", context={"table": table}))
+
+
+def test_a_function_keeps_the_name_its_chunk_gave_it_beside_a_chunk_with_one_of_the_same_concern():
+    """Two chunks side by side fix the same column the same way with tables of their own: each keeps the name
+    (publishing the wave makes the two one function under it); a model's function named like another chunk's, or
+    a rule's on other columns, is another job and gets a suffix."""
+    reg = Registry(dataset="ds")
+    for chunk, table in (("c1", {"ca": "CA"}), ("c2", {"tx": "TX"})):
+        fn = _rule_made("unify_case_state", ["state"], table)
+        reg = reg.with_entry(RegistryEntry(function=fn, provenance=Provenance(drop="d", chunk=chunk, step=1,
+                                                                              analyst="rules")),
+                             beside=frozenset({"c1", "c2"} - {chunk}))
+    assert [e.function.name for e in reg.entries] == ["unify_case_state", "unify_case_state"]
+    assert [e.function.name for e in reg.without_chunks({"c1"}).entries] == ["unify_case_state"]
+    other = _rule_made("unify_case_state", ["city"], {"bend": "Bend"})
+    reg = reg.with_entry(RegistryEntry(function=other, provenance=Provenance(drop="d", chunk="c3", step=1,
+                                                                             analyst="rules")), beside=frozenset({"c1"}))
+    model = entry("unify_case_state", body="return df.copy()", chunk="c4")
+    reg = reg.with_entry(model, beside=frozenset({"c1", "c2"}))
+    assert [e.function.name for e in reg.entries][2:] == ["unify_case_state_2", "unify_case_state_3"]

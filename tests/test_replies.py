@@ -66,6 +66,14 @@ def test_clean_needs_no_function_and_no_issues():
     assert (reply.status, reply.function, reply.issues) == ("clean", None, ())
 
 
+def test_a_reply_may_decline_an_item_alone():
+    # a plan item that needs no fix is declined on its own, with no function and no status to invent
+    reply = parse_analysis_reply("<issues>\n- zip: every code has five digits\n</issues>\n<declined>\n- 2: every zip "
+                                 "code already has five digits\n</declined>", columns=["zip"])
+    assert (reply.function, reply.query, reply.status) == (None, None, "needs_more_work")
+    assert [(d.number, d.reason) for d in reply.declines] == [(2, "every zip code already has five digits")]
+
+
 def test_declared_columns_win_over_the_guess():
     reply = parse_analysis_reply(f"<columns>notes, notes_clean</columns>\n<code>\n{CODE}</code>", columns=COLUMNS)
     assert reply.function.columns == ("notes", "notes_clean")

@@ -38,6 +38,13 @@ def _latest(instance, key: dg.AssetKey, partition: str | None = None) -> dg.Even
         dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition] if partition else None), limit=1).records[0]
 
 
+def _approval(instance) -> dg.AssetCheckEvaluation:
+    """The latest outcome of the check that warns while a version waits for approval."""
+    key = dg.AssetCheckKey(VERSION, "nothing_awaits_approval")
+    record = instance.event_log_storage.get_latest_asset_check_execution_by_key([key])[key]
+    return record.event.dagster_event.event_specific_data
+
+
 def test_the_first_version_goes_live_later_ones_wait_and_every_change_is_audited(tmp_path):
     store = VersionStore(tmp_path / "versions", "people")
     for n in (1, 2, 3):
@@ -113,6 +120,10 @@ def test_a_drop_teaches_a_proposed_version_that_cleans_nothing_until_approved(tm
     assert "| function | cells |" in diff and "`\"Lost \"` | `\"Lost\"`" in diff
     assert md["run_steps"].value > 0 and "run_prompt_tokens" in md and md["prompt_versions"].value
     assert "proposed" in md["history"].value
+    assert md["live_version"].value == 1 and md["waiting_for_approval"].value.startswith("version 2: promote: auto")
+    check = _approval(instance)
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.WARN
+    assert "version 2 waits for approval: promote: auto leaves it to a person: its shadow check changes" in check.description
 
     # the next drop is cleaned by the old version: its status column is left as it came
     _shipments(settings.drops_dir / "may.csv", 2000, status=True)
@@ -132,8 +143,10 @@ def test_a_drop_teaches_a_proposed_version_that_cleans_nothing_until_approved(tm
     run(request.job_name, request.partition_key, request.tags)
     assert cleaned_by("may.csv") == 2
     assert not {"Lost ", " delivered"} & set(pd.read_parquet(may)["status"])
-    observed = instance.fetch_observations(VERSION, limit=1).records[0].asset_observation
-    assert "ok" in observed.metadata["history"].value and observed.metadata["state"].value == "live"
+    now = _latest(instance, VERSION).asset_materialization.metadata  # the asset shows the state after approval
+    assert (now["live_version"].value, now["state"].value, now["waiting_for_approval"].value) == (2, "live", "none")
+    assert "ok" in now["history"].value
+    assert _approval(instance).passed
 
     # rollback returns to version 1; a drop can still be cleaned with a chosen version
     assert store.rollback(by="test", why="back").number == 1

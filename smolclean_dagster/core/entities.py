@@ -11,7 +11,11 @@ validation gate counts such changes and sends back a function whose changes in a
 The entity column is found over the drop (`entity_keys`): the column whose groups of three rows or more
 cover a good share of the drop, and inside whose groups the other columns agree most. It names the entity of
 the columns whose most common value inside a group covers most of its rows, far more than their most common
-value covers the whole column (any grouping agrees on a yes/no column).
+value covers the whole column (any grouping agrees on a yes/no column). What no value says never makes a
+group: a blank or a spelling of "no value" is no entity, a column blank on most rows names none, and an
+agreement is only counted in groups where three rows or more hold a value (two rows of a thousand agree by
+chance). A part of a person's name (`last_name`, `first_name`, `surname`) is no entity either: many people who
+have nothing else in common share it.
 
 Example:
     >>> import pandas as pd
@@ -27,10 +31,12 @@ Example:
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
-from .detectors.cells import is_null_token
+from .detectors.cells import holds_person_names, is_null_token
 
 #: A group of this many rows or more says what its entity's value is.
 MIN_GROUP = 3
@@ -40,27 +46,34 @@ MIN_GROUPED_SHARE = 0.3
 MIN_AGREEMENT = 0.5
 #: ... and this many times the share the column's most common value covers of the whole column.
 OVER_CHANCE = 2.0
+#: An entity column holds a value (not a blank, not a spelling of "no value") on at least this share of the rows.
+MIN_FILLED_SHARE = 0.5
+#: Words of a column's name that make it one part of a person's name, which people with nothing else in common share.
+_NAME_PART = re.compile(r"first|last|given|family|middle|maiden|sur|fore|nick|^[fl]name$")
 
 
 def entity_keys(frame: pd.DataFrame) -> dict[str, str]:
     """Column -> the column naming the entity whose value it holds, for the columns one does (module docstring).
 
-    A drop has one entity column: of the columns whose groups of `MIN_GROUP` rows or more cover
-    `MIN_GROUPED_SHARE` of it, the one inside whose groups the other columns agree most, over chance. A
-    sibling value ("act_arr_time" beside "act_dep_time") may agree as well on one column, but it does not name
-    the flight: the flight's own column agrees on all of them.
+    A drop has one entity column: of the columns filled on `MIN_FILLED_SHARE` of its rows whose groups of
+    `MIN_GROUP` rows or more cover `MIN_GROUPED_SHARE` of it, the one inside whose groups the other columns
+    agree most, over chance; never a part of a person's name (`names_one_entity`). A sibling value
+    ("act_arr_time" beside "act_dep_time") may agree as well on one column, but it does not name the flight:
+    the flight's own column agrees on all of them.
     """
     codes = {str(c): pd.factorize(_text(frame[c]), use_na_sentinel=True)[0] for c in frame.columns}
     chance = {c: _top_share(v) for c, v in codes.items()}
     best, best_score, best_agreement = None, 0.0, {}
     for key, keys in codes.items():
-        sizes = np.bincount(keys[keys >= 0]) if (keys >= 0).any() else np.zeros(0, dtype=int)
-        grouped = (keys >= 0) & (sizes[np.maximum(keys, 0)] >= MIN_GROUP) if len(sizes) else keys >= len(keys)
+        if not names_one_entity(key) or (keys >= 0).sum() < MIN_FILLED_SHARE * len(frame):
+            continue
+        grouped = _in_groups(keys, keys >= 0)
         if grouped.sum() < MIN_GROUPED_SHARE * len(frame) or len(np.unique(keys[grouped])) < 2:
             continue
         agreement = {}
         for column, values in codes.items():
-            rows = grouped & (values >= 0)
+            # the rows of a group that hold a value in `column`: a group with fewer says nothing about it
+            rows = _in_groups(keys, grouped & (values >= 0))
             if column == key or rows.sum() < MIN_GROUP:
                 continue
             agreement[column] = _mode_rows(keys[rows], values[rows]) / rows.sum()
@@ -70,6 +83,28 @@ def entity_keys(frame: pd.DataFrame) -> dict[str, str]:
     if best is None:
         return {}
     return {c: best for c, a in best_agreement.items() if a >= max(MIN_AGREEMENT, OVER_CHANCE * chance[c])}
+
+
+def names_one_entity(column: str) -> bool:
+    """Whether a column may name an entity by its name: not a part of a person's name ("last_name", "Surname",
+    "first_name"), which many people share; a whole name ("name", "customer_name") may.
+
+    Example:
+        >>> names_one_entity("flight"), names_one_entity("name"), names_one_entity("LastName")
+        (True, True, False)
+    """
+    if not holds_person_names(column):
+        return True
+    words = [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", column)]
+    return not any(_NAME_PART.search(w) for w in words)
+
+
+def _in_groups(keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Which of `rows` fall in a group (by `keys`, factor codes) of `MIN_GROUP` of them or more."""
+    if not rows.any():
+        return rows
+    sizes = np.bincount(keys[rows], minlength=int(keys.max()) + 1)
+    return rows & (sizes[np.maximum(keys, 0)] >= MIN_GROUP)
 
 
 def _mode_rows(keys: np.ndarray, values: np.ndarray) -> int:

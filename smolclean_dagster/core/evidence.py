@@ -43,6 +43,8 @@ DOMINANT_SHARE = 0.8
 DEPENDENCY_SHARE = 0.95
 #: Lines per section at most, before the budget cuts further.
 MAX_LINES = 40
+#: Keys on this many rows each (on average) are categories: their dependencies are shown here, never repaired.
+CATEGORY_ROWS = 20
 
 
 @dataclass(frozen=True)
@@ -216,17 +218,44 @@ def _off_form(column: str, counts: Counter) -> list[OffForm]:
 
 def _breaks(frame: pd.DataFrame) -> list[Break]:
     learned = dependencies.learn(frame)
+    tables = [(d.determinant, d.dependent, d.mapping, d.agreement) for d in learned.dependencies
+              if d.source is None and d.agreement >= DEPENDENCY_SHARE]
+    # Keys on many rows each (a zip code on 300 rows) are categories to the repairs, which never act on them; the
+    # model judges from the evidence, so their breaks are shown too.
+    tables += _held_by_categories(frame, {(t[0], t[1]) for t in tables})
     out = []
-    for d in learned.dependencies:
-        if d.source is not None or d.agreement < DEPENDENCY_SHARE:
-            continue
-        keys = dependencies.cell_keys(frame[d.determinant])
-        held = dependencies.cell_keys(frame[d.dependent])
-        expected = keys.map(d.mapping)
+    for determinant, dependent, mapping, agreement in tables:
+        keys = dependencies.cell_keys(frame[determinant])
+        held = dependencies.cell_keys(frame[dependent])
+        expected = keys.map(mapping)
         broken = expected.notna() & held.notna() & (expected != held)
         if not broken.any():
             continue
         triples = Counter(zip(keys[broken], held[broken], expected[broken]))
         rows = tuple((k, v, e, n) for (k, v, e), n in sorted(triples.items(), key=lambda t: (-t[1], t[0]))[:10])
-        out.append(Break(d.determinant, d.dependent, d.agreement, rows))
+        out.append(Break(determinant, dependent, agreement, rows))
     return out
+
+
+def _held_by_categories(frame: pd.DataFrame, known: set[tuple[str, str]]) -> list[tuple[str, str, dict, float]]:
+    """(determinant, dependent, {key: the value its rows agree on}, agreement) for the columns whose keys each
+    cover `CATEGORY_ROWS` rows or more on average, where the dependent holds its key's value on at least
+    `DEPENDENCY_SHARE` of the rows with both filled but not on all: zip 60601 is Chicago on 300 rows, Denver on 2."""
+    keys = {str(c): dependencies.cell_keys(frame[c]) for c in frame.columns}
+    codes = {c: pd.factorize(k) for c, k in keys.items()}
+    out = []
+    for a, (ca, va) in codes.items():
+        filled = int((ca >= 0).sum())
+        if not 2 <= len(va) or filled < CATEGORY_ROWS * len(va) or filled < 2 * CATEGORY_ROWS:
+            continue
+        for b, (cb, vb) in codes.items():
+            both = (ca >= 0) & (cb >= 0)
+            if a == b or (a, b) in known or len(vb) < 2 or not both.any():
+                continue
+            pairs = pd.Series(ca[both] * len(vb) + cb[both]).value_counts()
+            best = pairs.groupby(pairs.index // len(vb), sort=False).head(1)  # each key's most common value
+            agreement = float(best.sum()) / int(both.sum())
+            if DEPENDENCY_SHARE <= agreement < 1.0 and len(best) >= 2 and len(set(best.index % len(vb))) >= 2:
+                mapping = {str(va[i // len(vb)]): str(vb[i % len(vb)]) for i in best.index}
+                out.append((a, b, mapping, round(agreement, 4)))
+    return sorted(out, key=lambda t: -t[3])[:MAX_LINES]

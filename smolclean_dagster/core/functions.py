@@ -21,6 +21,58 @@ class RuleSpec(BaseModel):
     template: str
     context: dict[str, Any]
 
+    def names(self, value: str) -> bool:
+        """Whether one of its tables holds an entry for `value`: a key of a mapping or an item of a list, written
+        as the value or, for a table keyed by lower-cased text, as its lower-cased, whitespace-normalised text.
+
+        Example:
+            >>> rule = RuleSpec(template="t", context={"column": "state", "keep": ["ca"], "spellings": {"tx": "TX"}})
+            >>> rule.names("TX"), rule.names("state")
+            (True, False)
+        """
+        return any(_names_in(table, _forms(value)) for table in self.context.values())
+
+    def without(self, values: set[str] | frozenset[str]) -> RuleSpec:
+        """The same rule with the entries its tables hold for `values` taken out (see `names`): what it decided
+        about those values is left to another function's tables, or to its own general rule. Settings (text and
+        numbers outside tables) stay as they are.
+
+        Example:
+            >>> RuleSpec(template="t", context={"column": "state", "keep": ["ca", "Tx"]}).without({"ca"}).context
+            {'column': 'state', 'keep': ['Tx']}
+        """
+        forms = frozenset().union(*(_forms(v) for v in values)) if values else frozenset()
+        if not forms:
+            return self
+        return self.model_copy(update={"context": {k: _without(v, forms) for k, v in self.context.items()}})
+
+
+def _forms(value: str) -> frozenset[str]:
+    """How a table may hold `value`: as written, or lower-cased with its whitespace normalised (a table keyed by
+    lower-cased text holds "ca" for "CA")."""
+    return frozenset({value, " ".join(value.split()).casefold()})
+
+
+def _named(key: object, forms: frozenset[str]) -> bool:
+    # a key written in capitals is a spelling, not lower-cased text: "Boston" holds "Boston", never "BOSTON"
+    return isinstance(key, str) and (key in forms or (key == key.casefold() and " ".join(key.split()) in forms))
+
+
+def _names_in(table: object, forms: frozenset[str]) -> bool:
+    if isinstance(table, dict):
+        return any(_named(k, forms) or _names_in(v, forms) for k, v in table.items())
+    if isinstance(table, list):
+        return any(_named(item, forms) or _names_in(item, forms) for item in table)
+    return False
+
+
+def _without(table: object, forms: frozenset[str]) -> object:
+    if isinstance(table, dict):
+        return {k: _without(v, forms) for k, v in table.items() if not _named(k, forms)}
+    if isinstance(table, list):
+        return [_without(item, forms) for item in table if not _named(item, forms)]
+    return table
+
 
 class CleaningFunction(BaseModel):
     """One function `def name(df: pd.DataFrame) -> pd.DataFrame` with the imports it needs.
@@ -64,6 +116,23 @@ class CleaningFunction(BaseModel):
             raise ValueError("the code defines no top-level function")
         fn = defs[-1]
         return cls(name=fn.name, code=code, docstring=ast.get_docstring(fn) or "", columns=tuple(columns), rule=rule)
+
+    def renamed(self, name: str) -> CleaningFunction:
+        """The same function under another name (its `def` line changed to match).
+
+        Example:
+            >>> CleaningFunction.from_code("def fix_2(df):\\n    return df\\n").renamed("fix").code
+            'def fix(df):\\n    return df\\n'
+        """
+        if name == self.name:
+            return self
+        return self.model_copy(update={"name": name, "code": self.code.replace(f"def {self.name}(", f"def {name}(", 1)})
+
+    @property
+    def concern(self) -> tuple | None:
+        """What a rule-made function fixes and where: its template and its columns (None for code a model wrote).
+        Two functions of one concern do one job: consolidation makes them one function, under one name."""
+        return None if self.rule is None else (self.rule.template, self.columns)
 
     @property
     def code_hash(self) -> str:

@@ -96,6 +96,56 @@ def split_instructions(text: str) -> tuple[InstructionItem, ...]:
     return tuple(InstructionItem(number=n, text=t) for n, t in enumerate(dict.fromkeys(texts), start=1))
 
 
+def with_items(instructions: str, texts: Iterable[str]) -> str:
+    """The instructions with `texts` added as items of their own (those it holds already are not added twice),
+    whatever form the instructions take: as list lines after a list (or when there are no instructions yet), as
+    sentences after prose, so that every earlier item keeps its words.
+
+    Example:
+        >>> with_items("- Trim names", ["Write 'N/A' as empty in column 'email'."])
+        "- Trim names\n- Write 'N/A' as empty in column 'email'."
+        >>> with_items("Trim names.", ["Write numbers without units."])
+        'Trim names. Write numbers without units.'
+    """
+    held = {" ".join(i.text.casefold().split()) for i in split_instructions(instructions)}
+    new = [t.strip() for t in dict.fromkeys(texts) if t.strip() and " ".join(t.casefold().split()) not in held]
+    if not new:
+        return instructions
+    text = (instructions or "").rstrip()
+    listed = any(_BULLET.match(line) for line in text.splitlines())
+    if text and not listed and text.endswith((".", "!", "?")) and all(re.match(r"[A-Z0-9\"'(`]", t) for t in new):
+        return " ".join([text, *new])
+    return "\n".join([*([text] if text else []), *(f"- {t}" for t in new)])
+
+
+def item_key(text: str) -> str:
+    """An item's words as compared for sameness: case, punctuation, quotes and spacing aside.
+
+    Example:
+        >>> item_key("`City`: unify the spellings.") == item_key("city - unify the spellings")
+        True
+    """
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
+def new_items(held: Iterable[str], texts: Iterable[str]) -> tuple[str, ...]:
+    """The `texts` that say no item of `held` says, nor an earlier one of `texts` (`item_key`): what two chunks of
+    a wave add to one plan is added once, however each wrote it.
+
+    Example:
+        >>> new_items(["zip: pad to 5 digits"], ["Zip: pad to 5 digits.", "city: unify spellings", "City: unify spellings"])
+        ('city: unify spellings',)
+    """
+    seen = {item_key(t) for t in held}
+    out = []
+    for text in texts:
+        key = item_key(text)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(text)
+    return tuple(out)
+
+
 def _sentences(text: str) -> list[str]:
     parts: list[str] = []
     for piece in _SENTENCE_END.split(text.strip()):
@@ -166,10 +216,11 @@ def stop_reason(states: Iterable[ItemState], *, selection: str, said_clean: bool
         'step budget spent with instruction item #2 open'
     """
     states = list(states)
-    if states and not reads:
-        return (f"the rules analyst does not read instructions ({len(states)} item(s) not carried out); "
-                "set a model (SMOLCLEAN_MODEL) to have them served")
     still = open_items(states)
+    if still and not reads:
+        which = ", ".join(f"#{s.number}" for s in still)
+        return (f"the rules analyst does not read instructions beyond the few requests its rules know "
+                f"(docs/analysts.md): item(s) {which} not carried out; set a model (SMOLCLEAN_MODEL) to have them served")
     if still:
         which = ", ".join(f"#{s.number}" for s in still)
         noun = "item" if len(still) == 1 else "items"

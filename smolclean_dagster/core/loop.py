@@ -26,7 +26,7 @@ import pandas as pd
 from .analysts.base import AnalysisRequest, Analyst, RegisteredSummary
 from .errors import SmolcleanError
 from .functions import CleaningFunction, constants_of
-from .instructions import Declined, InstructionItem, ItemState, open_items
+from .instructions import Declined, InstructionItem, ItemState, new_items, open_items, split_instructions, with_items
 from .labels import Broken, Labels, describe_broken
 from .profile import detect_issues
 from .registry import Provenance, Registry, RegistryEntry, RegistryStore
@@ -114,10 +114,7 @@ def clean_with(registry: Registry, df: pd.DataFrame, runner: CodeRunner, *, time
 def summarise_registry(registry: Registry) -> tuple[RegisteredSummary, ...]:
     """Every accepted function for the analyst: nothing is evicted, since a function the analyst cannot
     see is a function it writes again (the LLM analyst fits them to its prompt budget itself)."""
-    return tuple(
-        RegisteredSummary(name=e.function.name, docstring=e.function.docstring, columns=e.function.columns)
-        for e in registry.entries
-    )
+    return tuple(RegisteredSummary.of(e.function) for e in registry.entries)
 
 
 def run_chunk(
@@ -139,7 +136,8 @@ def run_chunk(
     model = getattr(analyst, "reads_instructions", False)
     step = tokens = 0
     answered: list[tuple[str, str]] = []  # the chunk's queries and answers: the model has no memory of them
-    just_answered = False  # the latest answer is in the feedback; the ones before it stay in their own section
+    last_answer: tuple[str, str] | None = None  # the previous reply's query and its answer: no rejection
+    sent_back: str | None = None  # the function the previous reply sent, when it was rejected
     while True:
         registry = store.load().without_chunks(work.hidden)
         # The user's instruction items; with none, a model works to its own plan once it has written one.
@@ -175,14 +173,20 @@ def run_chunk(
                 feedback=feedback,
                 rejected=tuple(rejected),
                 reference=reference,
-                items=states,
+                # the rules serve the few requests they read (analysts/asked.py), open or not
+                items=states if reads else registry.coverage(items),
                 planned=model and not settings.items,
                 why=work.why,
-                earlier_queries=tuple((answered[:-1] if just_answered else answered)[-EARLIER_QUERIES:]),
+                earlier_queries=tuple((answered[:-1] if last_answer else answered)[-EARLIER_QUERIES:]),
                 labels=settings.labels,
+                answer=last_answer,
+                sent_back=sent_back,
+                # the entity the harm gate judges by (the same reference rows, kept per registry version)
+                entities=None if not model or reference is None else _drop_as_cleaned(registry, work.reference,
+                                                                                       reference).keys,
             )
         )
-        just_answered = False
+        last_answer = sent_back = None
         tokens += proposal.usage.prompt_tokens + proposal.usage.completion_tokens
         fn = proposal.function
         answer = None
@@ -210,7 +214,7 @@ def run_chunk(
         if model and not settings.items and proposal.plan:
             # a model shown the plan adds to it; a plan written beside another chunk's first one is not merged
             shown = len(registry.plan)
-            planned = store.update(lambda reg: reg.with_plan(proposal.plan, extend=bool(shown)))
+            planned = store.update(lambda reg: reg.with_plan(new_items(reg.plan, proposal.plan), extend=bool(shown)))
             planned = planned.without_chunks(work.hidden)
             if len(planned.plan) > shown:
                 items = planned.items_for("")
@@ -221,14 +225,16 @@ def run_chunk(
                 notes.append(f"{recorded}: serve each with a function (<serves>) or decline it with the reason.")
         if reads:
             notes = _record_declines(proposal, states, store, work) + notes
+        elif proposal.declines and not model:  # the rules say which items need no function (kept as written)
+            _record_declines(proposal, registry.coverage(items), store, work)
         if fn is None:
             if proposal.error:  # a reply the analyst could not use (the model's fault): shown back, uses a step
                 feedback = proposal.error
                 continue
-            if answer is not None:  # a query uses a step; its answer is what the model reads next
-                feedback = " ".join(notes + [f"Your query `{proposal.query}` over the drop's rows returned:\n{answer}"])
+            if answer is not None:  # a query uses a step; its answer is what the model reads next, as an answer
+                feedback = " ".join(notes) or None
                 answered.append((proposal.query, answer))
-                just_answered = True
+                last_answer = answered[-1]
                 continue
             if proposal.adopt is not None:
                 feedback = f"no ready-made candidates are offered here, so `{proposal.adopt}` cannot be adopted; " \
@@ -248,9 +254,12 @@ def run_chunk(
                     "reason it cannot be done by a row-level function on this data."
                 ])
                 continue
+            if proposal.declines:  # a reply may decline items alone: the notes say what could not be declined
+                feedback = " ".join(notes) or None
+                continue
             feedback = " ".join(notes + ["you said the chunk needs more work but proposed no function; propose one function"])
             continue
-        serves = _served_texts(proposal.serves, items) if reads else ()
+        serves = _served_texts(proposal.serves, items) if reads or not model else ()
         # Only the user's words win over the checks: an item of the model's own plan is no permission to null a
         # value or to rewrite values that look valid.
         asks = serves if settings.items else ()
@@ -317,6 +326,7 @@ def run_chunk(
             log.info("chunk %s step %d: accepted %s", work.chunk_id, step, name)
         else:
             rejected.append(fn.name)
+            sent_back = fn.name
             feedback = " ".join(notes + [f"function {fn.name} was rejected: {verdict_reason}"])
             log.info("chunk %s step %d: rejected %s: %s", work.chunk_id, step, fn.name, verdict_reason)
         yield VerdictStep(
@@ -335,7 +345,7 @@ def _instructions(settings: LoopSettings, model: bool) -> str:
     show (a model reads the corrections themselves)."""
     if model or settings.labels is None:
         return settings.instructions
-    return " ".join(x for x in (settings.instructions, settings.labels.conventions()) if x)
+    return with_items(settings.instructions, [i.text for i in split_instructions(settings.labels.conventions())])
 
 
 def _against_labels(fn: CleaningFunction, registry: Registry, labels: Labels, runner: CodeRunner,

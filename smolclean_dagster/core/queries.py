@@ -6,6 +6,11 @@ untrusted code like any function: wrapped in a function, screened by the same co
 on a copy of the rows, and its result (a frame, series or scalar) comes back as text cut to a budget. A query
 that fails is the model's fault and comes back as the error instead.
 
+The answer is pandas' text of the result, made so that no two values look alike: every row writes its whole
+index label (a key repeated on several rows is written on each, not left blank under the first), an empty
+text reads `EMPTY` ("(empty)") and a text with spaces around it is written in quotes (`' Chicago'`), as
+labels and as values. The prompt says so (`prompts/analysis.yaml`).
+
 Example:
     >>> query_code('df["city"].value_counts()').splitlines()[4]
     '    result = (df["city"].value_counts())'
@@ -24,6 +29,8 @@ RESULT_BUDGET = 3000
 MAX_QUERY_CHARS = 500
 #: Rows of a frame or series result rendered before the text is cut.
 RESULT_ROWS = 60
+#: How an empty text reads in an answer, where pandas would leave a blank.
+EMPTY = "(empty)"
 
 
 class QueryError(ValueError):
@@ -47,8 +54,23 @@ def query_code(expression: str) -> str:
         "import pandas as pd\n\n\n"
         "def query(df: pd.DataFrame) -> pd.DataFrame:\n"
         f"    result = ({expression})\n"
+        "\n"
+        "    def shown(value):\n"
+        "        if isinstance(value, str) and (value == '' or value != value.strip()):\n"
+        f"            return {EMPTY!r} if value == '' else repr(value)\n"
+        "        return value\n"
+        "\n"
+        "    def label(key):\n"
+        "        return tuple(shown(k) for k in key) if isinstance(key, tuple) else shown(key)\n"
+        "\n"
         "    if isinstance(result, (pd.DataFrame, pd.Series)):\n"
-        f"        text, rows = result.head({RESULT_ROWS}).to_string(), len(result)\n"
+        f"        head, rows = result.head({RESULT_ROWS}).copy(), len(result)\n"
+        "        head.index = head.index.map(label)\n"
+        "        if isinstance(head, pd.DataFrame):\n"
+        "            head.columns = head.columns.map(label)\n"
+        "        head = head.map(shown)\n"
+        "        with pd.option_context('display.multi_sparse', False):\n"
+        "            text = head.to_string()\n"
         "    else:\n"
         "        text, rows = repr(result), 0\n"
         f"    if len(text) > {RESULT_BUDGET}:\n"

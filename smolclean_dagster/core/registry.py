@@ -176,11 +176,16 @@ class Registry(BaseModel):
         A name already taken by different code gets a numeric suffix, so module names stay unique. The same
         function accepted by one of the chunks `beside` (running beside the entry's chunk, which does not see
         their functions) is added all the same: each chunk then goes on from its own, and publishing the wave
-        keeps the one of the first chunk (`in_chunk_order`), whichever chunk was faster.
+        keeps the one of the first chunk (`in_chunk_order`), whichever chunk was faster. A function of the same
+        concern as one of theirs (`CleaningFunction.concern`: one rule on the same columns) keeps its name: the
+        two are one job, which the wave's consolidation makes one function under that name, so the name the
+        chunk's trace records is the one the module holds.
         """
         if self.without_chunks(beside).find(entry.function) is not None:
             return self
-        entry = _unique_name(entry, self.names())
+        concern = entry.function.concern
+        entry = _unique_name(entry, {e.function.name for e in self.entries if e.provenance.chunk not in beside
+                                     or concern is None or e.function.concern != concern})
         return self.model_copy(update={"entries": (*self.entries, entry), "version": self.version + 1})
 
     def without_dropped(self, dropped: Sequence[DroppedFunction]) -> Registry:
@@ -253,12 +258,10 @@ def _unique_name(entry: RegistryEntry, taken: set[str]) -> RegistryEntry:
 
 def _renamed(entry: RegistryEntry, new: str) -> RegistryEntry:
     """`entry` with its function called `new` (its `def` line changed to match)."""
-    name = entry.function.name
-    if new == name:
+    if new == entry.function.name:
         return entry
-    code = entry.function.code.replace(f"def {name}(", f"def {new}(", 1)
-    fn = entry.function.model_copy(update={"name": new, "code": code})
-    return entry.model_copy(update={"function": fn, "asked_name": "" if new == entry.asked_name else entry.asked_name})
+    return entry.model_copy(update={"function": entry.function.renamed(new),
+                                    "asked_name": "" if new == entry.asked_name else entry.asked_name})
 
 
 class RegistryStore:

@@ -11,6 +11,7 @@ from .labels import BROKEN_LABELS, Labels
 from .files import write_atomic
 from .plan import ChunkPlan
 from .quality import ValidationReport
+from .questions import Questions
 from .registry import Registry
 from .steps import ChunkTrace
 from .trajectory import LearningMetrics
@@ -37,13 +38,17 @@ def render_report(
     reads_instructions: bool = True,
     metrics: LearningMetrics | None = None,
     labels: Sequence[Labels] = (),
+    questions: Questions | None = None,
 ) -> str:
-    """The report as markdown: the instructions and how each was carried out, functions with provenance
-    and examples, validation and quality (with the chart), LLM use, and which chunks were analysed and why."""
+    """The report as markdown: the instructions and how each was carried out, the questions the drop leaves open,
+    functions with provenance and examples, validation and quality (with the chart), LLM use, and which chunks were
+    analysed and why."""
     out = [f"# Cleaning report: {registry.dataset}", "", f"Registry version {registry.version}, "
            f"{len(registry.entries)} function(s).", ""]
     if items:
         out += _instructions(registry, items, reads_instructions)
+    if questions is not None:
+        out += questions_section(questions)
     out += ["## Functions", ""]
     for i, e in enumerate(registry.entries, 1):
         f, p, ev = e.function, e.provenance, e.evidence
@@ -115,14 +120,27 @@ def _instructions(registry: Registry, items: tuple[InstructionItem, ...], reads:
         out += ["No instructions were given; with its first step the model wrote these items, served or declined "
                 "like a user's.", ""]
     out += [coverage_line(states, reasons=False) + ".", ""]
-    if not reads:
-        out += ["The offline rules analyst does not read instructions: set a model to have them carried out.", ""]
+    if not reads and any(s.state == "open" for s in states):
+        out += ["The offline rules analyst reads only the few requests its rules know (docs/analysts.md): set a model "
+                "to have the open items carried out.", ""]
     out += ["| # | instruction | outcome |", "|---|---|---|"]
     for s in states:
         outcome = (f"served by {', '.join(f'`{f}`' for f in s.functions)}" if s.state == "served"
                    else f"declined: {s.reason}" if s.state == "declined" else "**open**")
         out.append(f"| {s.number} | {_md(s.text)} | {_md(outcome)} |")
     return out + [""]
+
+
+def questions_section(questions: Questions) -> list[str]:
+    """The report's "Questions" section: the conventions the drop leaves open that the instructions do not settle,
+    each with its options and the instruction item each becomes when chosen."""
+    out = ["## Questions", ""]
+    if questions.open:
+        out += [f"The drop ({questions.drop}, {questions.rows} rows read as the module cleans them) leaves these "
+                "conventions open: nothing in the file says which way is right, so the module leaves them as written. "
+                f"Answer with `smolclean answer {questions.dataset}` (or the job `{questions.dataset}_answer`): the "
+                "option chosen joins the instructions, and the next learning serves it.", ""]
+    return out + [questions.markdown(), ""]
 
 
 def changes_section(validation: ValidationReport, registry: Registry) -> list[str]:
@@ -195,13 +213,14 @@ def write_report(
     reads_instructions: bool = True,
     metrics: LearningMetrics | None = None,
     labels: Sequence[Labels] = (),
+    questions: Questions | None = None,
 ) -> Path:
     """Write `report.md` (and `quality.png` when there is a validation) beside the module, atomically."""
     out_dir = Path(out_dir)
     chart = write_chart(validation, out_dir / "quality.png") if validation and validation.quality else None
     path = out_dir / "report.md"
     write_atomic(path, render_report(registry, validation, plans, traces, chart, items, reads_instructions,
-                                     metrics, labels))
+                                     metrics, labels, questions))
     return path
 
 

@@ -35,6 +35,10 @@ class VersionError(SmolcleanError):
     """A version that does not exist, or a change of state that cannot be made; the message says what to do."""
 
 
+class AlreadyLive(VersionError):
+    """The version asked to go live is live already: nothing to change."""
+
+
 class StateChange(BaseModel):
     """One change of a version's state: the audit trail."""
 
@@ -65,6 +69,7 @@ class ModuleVersion(BaseModel):
     shadow: ShadowDiff | None = Field(default=None, description="the cells it would change beside the live version")
     metrics: LearningMetrics | None = Field(default=None, description="what the learning run that made it cost")
     approved_by: str = ""
+    waits_because: str = Field(default="", description="why a proposed version waits for a person to approve it")
 
 
 class VersionHistory(BaseModel):
@@ -83,6 +88,11 @@ class VersionHistory(BaseModel):
     @property
     def latest(self) -> ModuleVersion | None:
         return self.versions[-1] if self.versions else None
+
+    @property
+    def waiting(self) -> tuple[ModuleVersion, ...]:
+        """The proposed versions, which wait for a person to approve them, newest first."""
+        return tuple(v for v in reversed(self.versions) if v.state == "proposed")
 
     def get(self, number: int) -> ModuleVersion:
         """Version `number`, or an error listing the versions there are."""
@@ -108,7 +118,7 @@ class VersionHistory(BaseModel):
                 history = history.replaced(current.model_copy(update={"state": "retired"}))
                 changes.append(StateChange(version=current.number, state="retired", previous="live", by=by, at=now,
                                            why=f"version {number} went live"))
-        update: dict[str, object] = {"state": state}
+        update: dict[str, object] = {"state": state, "waits_because": ""}
         if state == "live":
             update["approved_by"] = by
         history = history.replaced(target.model_copy(update=update))
@@ -209,11 +219,16 @@ class VersionStore:
         history = self.update(lambda h: h.replaced(h.get(number).model_copy(update={"shadow": shadow})))
         return history.get(number)
 
+    def record_waiting(self, number: int, why: str) -> ModuleVersion:
+        """Keep why proposed version `number` waits for a person (shown wherever the version is)."""
+        history = self.update(lambda h: h.replaced(h.get(number).model_copy(update={"waits_because": why})))
+        return history.get(number)
+
     def approve(self, number: int, *, by: str, why: str = "approved") -> ModuleVersion:
         """Make proposed (or retired) version `number` live; the live one is retired."""
         def go_live(history: VersionHistory) -> VersionHistory:
             if history.get(number).state == "live":
-                raise VersionError(f"version {number} of {self.dataset!r} is live already")
+                raise AlreadyLive(f"version {number} of {self.dataset!r} is live already")
             return history.with_state(number, "live", by=by, why=why)
 
         return self.update(go_live).get(number)
@@ -229,7 +244,7 @@ class VersionStore:
                 raise VersionError(f"no version of {self.dataset!r} older than {live.number} was ever live: there is none "
                                    "to roll back to; name one with --to")
             if target == live.number:
-                raise VersionError(f"version {target} of {self.dataset!r} is live already")
+                raise AlreadyLive(f"version {target} of {self.dataset!r} is live already")
             return history.with_state(target, "live", by=by, why=why)
 
         history = self.update(back)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Literal, Protocol
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..functions import CleaningFunction
+from ..functions import CleaningFunction, constants_of
 from ..instructions import ItemState
 from ..labels import Labels
 from ..profile import Finding
@@ -31,6 +32,25 @@ class RegisteredSummary(BaseModel):
     name: str
     docstring: str
     columns: tuple[str, ...] = ()
+    constants: tuple[str, ...] = Field(default=(), description="its module constants: names no other function may reuse")
+
+    @classmethod
+    def of(cls, function: CleaningFunction) -> RegisteredSummary:
+        """What the analyst is told about `function`.
+
+        Example:
+            >>> fn = CleaningFunction.from_code("CITY_NAMES = {'nyc': 'New York'}\\ndef f(df):\\n    'Fix city.'\\n    return df\\n")
+            >>> RegisteredSummary.of(fn).constants
+            ('CITY_NAMES',)
+        """
+        return cls(name=function.name, docstring=function.docstring, columns=function.columns,
+                   constants=_constant_names(function.code))
+
+
+@lru_cache(maxsize=1024)
+def _constant_names(code: str) -> tuple[str, ...]:
+    """The module constants `code` defines (kept by code: every step summarises the same registry again)."""
+    return tuple(constants_of(code))
 
 
 class Candidate(BaseModel):
@@ -57,8 +77,9 @@ class AnalysisRequest(BaseModel):
     """Everything the analyst may see for one step of one chunk.
 
     `chunk` is the chunk AS CLEANED by the registry so far; `reference` is rows of the same drop the
-    analyst may use for whole-column statistics (never the held-out rows); `feedback` is why the previous
-    proposal was rejected, if it was.
+    analyst may use for whole-column statistics (never the held-out rows); `feedback` is what became of the
+    previous reply (why it was rejected or could not be used, notes on its plan and declines); `answer` is the
+    query it asked and the answer, which is no rejection.
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
@@ -80,6 +101,11 @@ class AnalysisRequest(BaseModel):
     earlier_queries: tuple[tuple[str, str], ...] = Field(
         default=(), description="the chunk's earlier queries and their answers, before the one just answered")
     labels: Labels | None = Field(default=None, description="rows the user corrected: ground truth")
+    answer: tuple[str, str] | None = Field(default=None, description="the query the previous reply asked, and its answer")
+    sent_back: str | None = Field(default=None, description="the function the previous reply sent, when it was rejected")
+    entities: dict[str, str] | None = Field(
+        default=None, description="column -> the column naming its entity (entities.entity_keys over `reference`); "
+        "None: found from `reference` when the prompt is written")
 
 
 class Usage(BaseModel):

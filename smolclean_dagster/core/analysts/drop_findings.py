@@ -10,15 +10,15 @@ while the registry, and with it the cleaned reference, stays the same.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import OrderedDict
 from dataclasses import dataclass
 
 import pandas as pd
 
-from ..detectors import broken_text, dependencies, null_tokens
+from ..detectors import dependencies
 from ..findings import Finding
 from ..profile import detect_issues
+from .asked import asks_to_fill
 from .base import AnalysisRequest
 
 #: Reference frames whose findings are kept (one per registry version a worker process is likely to see).
@@ -88,103 +88,6 @@ def drop_findings(request: AnalysisRequest, chunk_findings: list[Finding], prefi
                   "numeric": list(part.numeric), "fill_empty": fill}
         out.append(f.model_copy(update={"params": params}))
     return out
-
-
-def asks_to_fill(instructions: str) -> bool:
-    """Whether the user's instructions ask for missing values to be filled in ("fill empty cities from the
-    zip code"): without that, a dependency never fills an empty cell, it only repairs wrong ones.
-
-    Example:
-        >>> asks_to_fill("Fill missing states from the city."), asks_to_fill("Trim names.")
-        (True, False)
-    """
-    return bool(_FILL.search(instructions or ""))
-
-
-_FILL = re.compile(r"\b(?:fill|impute)\w*", re.IGNORECASE)
-
-
-def asks_for_plain_numbers(instructions: str) -> bool:
-    """Whether the user's instructions ask for numbers without their units ("numbers without units", "strip the
-    units", "plain numbers"): without that, units are stripped only where most of the column is bare numbers.
-
-    Example:
-        >>> asks_for_plain_numbers("Write numbers without units."), asks_for_plain_numbers("Trim names.")
-        (True, False)
-    """
-    return bool(_PLAIN_NUMBERS.search(instructions or ""))
-
-
-def asks_to_remove_debris(instructions: str) -> bool:
-    """Whether the user's instructions ask for the debris of a wrong decoding to be removed ("remove the
-    replacement characters", "strip broken characters", "fix mojibake"): the letters it stands for are lost,
-    so without that the cells are left and reported.
-
-    Example:
-        >>> asks_to_remove_debris("Remove broken characters from titles."), asks_to_remove_debris("Trim names.")
-        (True, False)
-    """
-    return bool(_DEBRIS.search(instructions or ""))
-
-
-def asks_to_normalise_whitespace(instructions: str) -> bool:
-    """Whether the user's instructions ask for whitespace to be normalised everywhere ("normalise whitespace",
-    "collapse double spaces"): without that, free text keeps its own spacing (a double space after a full stop,
-    a line break), while stray spaces around short values go anyway.
-
-    Example:
-        >>> asks_to_normalise_whitespace("Collapse double spaces."), asks_to_normalise_whitespace("Trim names.")
-        (True, False)
-    """
-    return bool(_WHITESPACE.search(instructions or ""))
-
-
-def left_as_written(instructions: str) -> frozenset[str]:
-    """The kinds of dirt the defaults leave as written unless the user asks: spellings of "no value" (no real
-    null unasked) and decoding debris (its letters are lost).
-
-    Example:
-        >>> sorted(left_as_written("")), sorted(left_as_written("Write N/A as null."))
-        (['broken_text', 'null_tokens'], ['broken_text'])
-    """
-    kinds = set()
-    if not asks_for_real_nulls(instructions):
-        kinds.add(null_tokens.KIND)
-    if not asks_to_remove_debris(instructions):
-        kinds.add(broken_text.KIND)
-    return frozenset(kinds)
-
-
-def asks_for_real_nulls(instructions: str) -> bool:
-    """Whether the user's instructions ask for spellings of "no value" ("N/A", "NaN", "-") to be written as real
-    nulls ("write N/A as null", "placeholders to empty", "use real nulls"): without that they are left and
-    reported. A token is the file's own way to write a missing value, and in some files it is the value the
-    file means ("NaN" as a rate, "-" as a page range), so no null is evidently right unless asked for.
-    Filling missing values ("fill missing cities") is another request: it fills, it does not null.
-
-    Example:
-        >>> asks_for_real_nulls("Write 'N/A' as a missing value (null)."), asks_for_real_nulls("Fill missing values.")
-        (True, False)
-    """
-    return bool(_REAL_NULLS.search(instructions or ""))
-
-
-_REAL_NULLS = re.compile(
-    r"\b(?:as|to|into|with|by|be|become|becomes)\s+(?:an?\s+|real\s+|true\s+|proper\s+)?(?:nulls?|none|empty|blanks?|missing)\b|"
-    r"\b(?:real|true|proper|actual)\s+(?:nulls?|missing values?)\b|\bnull\s+tokens?\b|\bplaceholders?\b|"
-    r"\b(?:nulls?|empty|blank)\s+(?:for|instead of)\b|\bmissing values? (?:as|to)\b",
-    re.IGNORECASE)
-_DEBRIS = re.compile(r"\b(?:debris|broken characters?|replacement characters?|mojibake|garbled|encoding)\b",
-                     re.IGNORECASE)
-_WHITESPACE = re.compile(
-    r"\bnormali[sz]\w*\s+(?:the\s+|all\s+|any\s+)?(?:white\s*space|spac\w*)|"
-    r"\b(?:white\s*space|spacing)\s+normali[sz]\w*|\bsingle\s+spac\w*|"
-    r"\b(?:collapse|squeeze|remove|strip|drop)\w*\s+(?:the\s+|all\s+|any\s+)?"
-    r"(?:double|repeated|multiple|extra|consecutive)\s+(?:spaces?|white\s*space|blanks?)",
-    re.IGNORECASE)
-_PLAIN_NUMBERS = re.compile(
-    r"\b(?:without (?:the |their |any )?units?|(?:strip|remove|drop)\w* (?:the |their |all |any )?units?|"
-    r"plain numbers?|bare numbers?)\b", re.IGNORECASE)
 
 
 def _covered(request: AnalysisRequest, prefix: str | None, columns: list[str]) -> set[str]:

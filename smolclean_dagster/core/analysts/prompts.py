@@ -20,11 +20,14 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from .. import entities, harm
+from ..detectors.case_variants import KEEP_CELLS
+from ..detectors.cells import DOMINANT_SHAPE
 from ..errors import AnalystError
 from ..evidence import drop_evidence
 from ..functions import CleaningFunction
 from ..profile import profile_columns
-from ..queries import MAX_QUERY_CHARS, RESULT_BUDGET, RESULT_ROWS
+from ..queries import EMPTY, MAX_QUERY_CHARS, RESULT_BUDGET, RESULT_ROWS
 from ..sandbox.gate import ALLOWED_IMPORTS
 from ..validate import COST_LIMIT, COST_ROWS
 from ..labels import Labels
@@ -50,6 +53,7 @@ class PromptEntry:
     text: str
     complete: bool = True
     evidence: str = ""
+    constants: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -178,6 +182,11 @@ def analysis_messages(
         planned=request.planned,
         why=request.why,
         earlier_queries=[{"query": q, "answer": a} for q, a in request.earlier_queries],
+        answer={"query": request.answer[0], "answer": request.answer[1]} if request.answer else None,
+        sent_back=request.sent_back,
+        query_empty=EMPTY,
+        judged=JUDGED,
+        entity=_entity(request),
         labels=_labels(request.labels),
         query_chars=MAX_QUERY_CHARS,
         query_rows=RESULT_ROWS,
@@ -191,6 +200,34 @@ def analysis_messages(
             for c in request.candidates
         ],
     )
+
+
+#: The numbers the checks judge a function by (core/harm.py, core/entities.py), as the prompt states them: written
+#: once, in the code that applies them.
+JUDGED = {
+    "keep_cells": KEEP_CELLS,
+    "common_cells": harm.COMMON_CELLS,
+    "rarer": harm.RARER,
+    "harm_share": f"{harm.HARM_SHARE:.0%}",
+    "min_cells": harm.MIN_HARM_CELLS,
+    "contradicted_share": f"{harm.CONTRADICTED_SHARE:.0%}",
+    "dominant_share": f"{DOMINANT_SHAPE:.0%}",
+    "min_group": entities.MIN_GROUP,
+    "grouped_share": f"{entities.MIN_GROUPED_SHARE:.0%}",
+    "filled_share": f"{entities.MIN_FILLED_SHARE:.0%}",
+}
+
+
+def _entity(request: AnalysisRequest) -> dict | None:
+    """The drop's entity column and the columns it names the entity of, as the harm gate finds them over the
+    reference rows (`entities.entity_keys`); None when no column names one (or there are no reference rows)."""
+    keys = request.entities
+    if keys is None:
+        reference = request.reference
+        keys = {} if reference is None or reference.empty else entities.entity_keys(reference)
+    if not keys:
+        return None
+    return {"key": next(iter(keys.values())), "columns": list(keys)}
 
 
 #: Labelled rows shown in a prompt, at most (corrected rows first), and characters per value shown.
@@ -315,7 +352,8 @@ def _fit_names(registry: Sequence[RegisteredSummary], first: list[PromptEntry], 
 
 
 def _entry(summary: RegisteredSummary, text: str, *, complete: bool = True) -> PromptEntry:
-    return PromptEntry(name=summary.name, columns=tuple(summary.columns), text=" ".join(text.split()), complete=complete)
+    return PromptEntry(name=summary.name, columns=tuple(summary.columns), text=" ".join(text.split()), complete=complete,
+                       constants=tuple(summary.constants))
 
 
 def _first_line(summary: RegisteredSummary) -> str:
@@ -323,7 +361,7 @@ def _first_line(summary: RegisteredSummary) -> str:
 
 
 def _size(entries: list[PromptEntry]) -> int:
-    return sum(len(e.name) + len(e.text) + sum(len(c) + 2 for c in e.columns) + 8 for e in entries)
+    return sum(len(e.name) + len(e.text) + sum(len(c) + 2 for c in (*e.columns, *e.constants)) + 8 for e in entries)
 
 
 def rows_as_arrays(df: pd.DataFrame, budget: int) -> tuple[str, int]:

@@ -18,7 +18,8 @@ The format (documented in docs/reply-format.md) is a few tagged sections:
     <status>needs_more_work</status>
 
 Instead of `<code>`, `<adopt>NAME</adopt>` takes a ready-made candidate function the prompt offered.
-`<serves>` names the instruction items the function carries out; `<declined>` declines items with a reason.
+`<serves>` names the instruction items the function carries out; `<declined>` declines items with a reason,
+beside a function or alone (a reply that only declines needs no `<status>`).
 
 The tags are markers, not XML: nothing is parsed as XML, so code may hold `<`, `>` and `&` as they are
 (the competitor lost replies to `<=` in code). What the parser forgives, because real models do it:
@@ -129,10 +130,12 @@ def parse_analysis_reply(text: str, *, columns: list[str] | tuple[str, ...] = ()
         )
     if query:
         rest = rest[: query.start()] + rest[query.end() :]
-    status = _status(rest, has_function=function is not None or adopt is not None or query is not None)
+    declines = _declines(rest)
+    # a reply that only declines items says what it has to say: the chunk goes on with the next step
+    status = _status(rest, has_function=function is not None or adopt is not None or query is not None or bool(declines))
     return AnalysisReply(
         issues=_issues(rest, columns), function=function, status=status, serves=_serves(rest),
-        declines=_declines(rest), adopt=adopt.group(1) if adopt else None,
+        declines=declines, adopt=adopt.group(1) if adopt else None,
         query=query.group(1).strip() if query else None, plan=_plan(rest),
     )
 

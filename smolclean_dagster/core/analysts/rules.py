@@ -42,14 +42,19 @@ from ..detectors.date_format import candidate_formats
 from ..findings import Finding
 from ..functions import CleaningFunction, RuleSpec
 from ..profile import detect_issues
-from .base import AnalysisRequest, Issue, Proposal
-from .drop_findings import (
+from .base import AnalysisRequest, Issue, ItemDecline, Proposal
+from .asked import (
+    REWRITES,
+    asked_rewrites,
+    asks_for_iso_dates,
     asks_for_plain_numbers,
     asks_for_real_nulls,
+    asks_to_keep,
     asks_to_normalise_whitespace,
     asks_to_remove_debris,
-    drop_findings,
+    items_served,
 )
+from .drop_findings import drop_findings
 
 log = logging.getLogger("smolclean.analysts.rules")
 
@@ -145,10 +150,19 @@ def _numbers(found: list[Finding], refined: list[Finding | None], columns: list[
     return {"column": f.column, "units": params["units"], "families": params["unit_families"]}
 
 
-def _dates(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict | None:
+def _dates(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues], *,
+           to_iso: bool = False) -> dict | None:
     (f,), (r,) = found, refined
     params = (r or f).params  # the drop decides the column's own format and the order of each numeric layout
     day_first, target = params["day_first"], params["dominant"]
+    if to_iso:  # the user asked for ISO 8601: every format seen is rewritten, the column's own too
+        seen = (set(f.params["formats"]) | set(params["formats"]) | {target}) - {date_format.ISO_LABEL}
+        formats = [fmt for fmt in candidate_formats(day_first) if fmt in seen]
+        if not formats:
+            return None
+        first, last = int((params["first"] or "1900")[:4]), int((params["last"] or "2100")[:4])
+        return {"column": f.column, "formats": formats, "day_first": day_first, "target": None,
+                "years": [first - date_format.YEARS_BEFORE, last + date_format.YEARS_AFTER]}
     if not date_format.writable(target, day_first):
         return None  # its own dates read two ways ("03/04/2020"): any date written like them would too
     if params["round_trip"] < date_format.MIN_ROUND_TRIP:
@@ -174,10 +188,10 @@ def _booleans(found: list[Finding], refined: list[Finding | None], columns: list
     return {"column": f.column, "mapping": mapping, "true_spelling": params["true"], "false_spelling": params["false"]}
 
 
-def _numbers_wanted(params: dict, request: AnalysisRequest) -> bool:
-    """Whether a column's numbers may be rewritten: the user asked for plain numbers, or most of the column's
+def _numbers_wanted(params: dict, request: AnalysisRequest, column: str) -> bool:
+    """Whether a column's numbers may be rewritten: the user asked for plain numbers there, or most of the column's
     numbers are bare and the ones with a unit were not rounded (then stripping gives the number back)."""
-    if asks_for_plain_numbers(request.instructions):
+    if asks_for_plain_numbers(request.instructions, column):
         return True
     return params["bare_share"] >= number_format.MIN_BARE_SHARE and not params["rounded"]
 
@@ -195,6 +209,12 @@ def _as_json_booleans(context: dict) -> dict:
     """A boolean rule's context writing True/False instead of the text spellings."""
     mapping = {k: v == context["true_spelling"] for k, v in context["mapping"].items()}
     return {**context, "mapping": mapping, "true_spelling": True, "false_spelling": False}
+
+
+def _rewrites(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
+    (f,), _ = found, refined
+    mapping = dict(sorted(f.params["mapping"].items()))
+    return {"column": f.column, "mapping": mapping, "examples": _arrows(list(mapping)[:2], mapping)}
 
 
 def _dependencies(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict | None:
@@ -227,6 +247,9 @@ def _dependencies(found: list[Finding], refined: list[Finding | None], columns: 
     }
 
 
+#: Why an item asking to keep cells as written has no function: the rules change none of them.
+KEPT = "kept as written, as asked: no rule changes these cells"
+
 #: One rule per finding kind the rules analyst can fix, in detector priority order.
 RULES = {
     rule.kind: rule
@@ -243,6 +266,7 @@ RULES = {
         Rule(number_format.KIND, "normalize_numbers.py.j2", "normalize_numbers", _numbers),
         Rule(date_format.KIND, "dates_to_iso.py.j2", "dates_to_iso", _dates),
         Rule(boolean_spellings.KIND, "unify_booleans.py.j2", "unify_booleans", _booleans),
+        Rule(REWRITES, "rewrite_values.py.j2", "rewrite_values", _rewrites),
         Rule(dependencies.KIND, "repair_dependencies.py.j2", "repair_dependencies", _dependencies, spans_columns=True),
     )
 }
@@ -250,6 +274,8 @@ RULES_BY_TEMPLATE = {rule.template: rule for rule in RULES.values()}
 #: Findings the analyst makes itself over the whole drop (the loop's detectors read one chunk), fixed last:
 #: by then the values the dependencies are learned from are as clean as the other rules make them.
 DROP_KINDS = (dependencies.KIND,)
+#: Findings the user's words make (no detector sees them): values the instructions ask to be written otherwise.
+ASKED_KINDS = (REWRITES,)
 
 
 class RulesAnalyst:
@@ -267,7 +293,8 @@ class RulesAnalyst:
     """
 
     name = "rules"
-    #: Templates do not read the user's words: instruction items stay open (and are reported so) offline.
+    #: Templates read only the few requests of `asked.py`: the items they carry out are recorded as served, the
+    #: others stay open (and are reported so), and no step is spent on them.
     reads_instructions = False
     #: Asked even when the loop's detectors find nothing in the chunk: dependencies between columns only
     #: show over the whole drop, which the analyst sees as reference rows.
@@ -292,8 +319,13 @@ class RulesAnalyst:
             log.debug("rules: chunk %s: previous proposal rejected: %s", request.chunk_id, request.feedback)
         for function in self._functions(request, findings):
             log.info("rules: chunk %s step %d proposes %s", request.chunk_id, request.step, function.name)
-            return Proposal(issues=issues, function=function, status="needs_more_work")
-        return Proposal(issues=issues, function=None, status="clean")
+            kind = RULES_BY_TEMPLATE[function.rule.template].kind if function.rule is not None else ""
+            return Proposal(issues=issues, function=function, status="needs_more_work",
+                            serves=items_served(kind, function.columns, request.items))
+        # an item asking for cells to stay as written is carried out by changing nothing: said so, not left open
+        kept = tuple(ItemDecline(number=i.number, reason=KEPT) for i in request.items
+                     if i.state == "open" and asks_to_keep(i.text))
+        return Proposal(issues=issues, function=None, status="clean", declines=kept)
 
     def candidates(self, request: AnalysisRequest) -> list[CleaningFunction]:
         """Every function the rules would write for this step, first to last: what a model may adopt."""
@@ -307,7 +339,8 @@ class RulesAnalyst:
                 f for name in request.chunk.columns
                 if (f := _detect(whitespace.KIND, ColumnValues.of(name, request.chunk[name]), request.instructions))
             ]
-        return findings + drop_findings(request, findings, {kind: rule.prefix for kind, rule in RULES.items()})
+        findings += drop_findings(request, findings, {kind: rule.prefix for kind, rule in RULES.items()})
+        return findings + _asked_rewrites(request)
 
     def _functions(self, request: AnalysisRequest, findings: list[Finding]) -> Iterator[CleaningFunction]:
         taken = {s.name for s in request.registry}
@@ -321,23 +354,28 @@ class RulesAnalyst:
             if rows is None:
                 rows = _drop_rows(request)
             refined = [self._refine(f, rows, request.instructions) for f in found]
-            if rule.kind not in DROP_KINDS and request.reference is not None and None in refined:
+            if rule.kind not in (*DROP_KINDS, *ASKED_KINDS) and request.reference is not None and None in refined:
                 # the whole drop does not show this dirt (e.g. a rare suffix is no unit there): trust the drop
                 log.debug("rules: %s on %s not confirmed by the drop", rule.kind, [f.column for f in found])
                 continue
-            context = rule.context(found, refined, columns)
+            if rule.kind == date_format.KIND and asks_for_iso_dates(request.instructions, found[0].column):
+                context = _dates(found, refined, columns, to_iso=True)
+            else:
+                context = rule.context(found, refined, columns)
             if context is None:
                 log.debug("rules: nothing safe to do for %s on %s", rule.kind, [f.column for f in found])
                 continue
-            if rule.kind == broken_text.KIND and not asks_to_remove_debris(request.instructions):
+            if rule.kind == broken_text.KIND and not asks_to_remove_debris(request.instructions, found[0].column):
                 # the characters the debris stands for are lost: no value is evidently right, so the cell stays
                 # (and is reported) unless the user asks for the debris to go
                 continue
-            if rule.kind == null_tokens.KIND and not asks_for_real_nulls(request.instructions):
+            if rule.kind == null_tokens.KIND and not all(asks_for_real_nulls(request.instructions, f.column) for f in found):
                 # "N/A" is the file's own way to write no value (and "NaN" a rate, "-" a page range in some
-                # files): a real null is what the user may ask for, not what the default imposes
+                # files): a real null is what the user may ask for, of the columns they name, not what the default
+                # imposes
                 continue
-            if rule.kind == number_format.KIND and not _numbers_wanted((refined[0] or found[0]).params, request):
+            if rule.kind == number_format.KIND and not _numbers_wanted((refined[0] or found[0]).params, request,
+                                                                       found[0].column):
                 log.debug("rules: numbers of %s are written in the column's own form", found[0].column)
                 continue
             if rule.kind == boolean_spellings.KIND and _holds_json_booleans(request, found[0].column):
@@ -411,6 +449,31 @@ def _detect(kind: str, column: ColumnValues, instructions: str) -> Finding | Non
     return DETECTORS[KINDS.index(kind)].detect(column)
 
 
+def _asked_rewrites(request: AnalysisRequest) -> list[Finding]:
+    """The values the user's instructions ask to be written otherwise, per column, where the chunk or the
+    reference rows still hold them."""
+    if not request.instructions:
+        return []
+    out = []
+    frames = [request.chunk] + ([request.reference] if request.reference is not None else [])
+    for column in request.chunk.columns:
+        mapping = asked_rewrites(request.instructions, str(column))
+        if not mapping:
+            continue
+        held: dict[str, int] = {}
+        for frame in frames:
+            if column in frame.columns:
+                text = frame[column][frame[column].apply(isinstance, args=(str,))].str.strip()
+                for value, n in text[text.isin(list(mapping))].value_counts().items():
+                    held[value] = held.get(value, 0) + int(n)
+        if held:
+            out.append(Finding(kind=REWRITES, column=str(column), count=sum(held.values()),
+                               message=f"{sum(held.values())} cells of {str(column)!r} hold values the instructions "
+                               f"ask to write otherwise ({', '.join(map(repr, held))})",
+                               examples=tuple(held)[:3], params={"mapping": mapping}))  # every value asked: the next drop too
+    return out
+
+
 def _drop_rows(request: AnalysisRequest) -> pd.DataFrame | None:
     """The chunk's and the reference's rows, each row counted once, or None without reference rows.
 
@@ -477,7 +540,7 @@ def _in_order(columns: Iterable[str], order: Sequence[str]) -> list[str]:
 def _candidates(findings: list[Finding]) -> Iterator[tuple[Rule, list[Finding]]]:
     """The functions worth proposing, first to last: per kind in priority order, a multi-column function
     for rules that span columns (then each column alone, in case it was rejected), else one per column."""
-    for kind in (*KINDS, *DROP_KINDS):
+    for kind in (*KINDS, *ASKED_KINDS, *DROP_KINDS):
         rule = RULES.get(kind)
         found = [f for f in findings if f.kind == kind]
         if rule is None or not found:

@@ -171,7 +171,10 @@ class Dependencies:
 def cell_keys(series: pd.Series) -> pd.Series:
     """Each cell as a lookup key: stripped text with runs of spaces collapsed; empty cells, null tokens
     and non-text cells are missing (NaN)."""
-    codes, distinct = pd.factorize(series)  # each distinct value is made a key once
+    try:
+        codes, distinct = pd.factorize(series)  # each distinct value is made a key once
+    except TypeError:  # lists or dicts of a JSON drop: no key, and no value to group
+        codes, distinct = pd.factorize(series.where(series.apply(isinstance, args=(str,))))
     text = pd.Series(distinct, dtype=object)
     text = text.where(text.apply(isinstance, args=(str,))).astype(object)
     key = text.str.strip().str.replace(r"[^\S\r\n]{2,}", " ", regex=True)

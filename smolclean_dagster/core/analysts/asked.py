@@ -1,0 +1,248 @@
+"""What the user's words ask of the rules analyst, column by column, and which instruction items a rule serves.
+
+The rules' templates do not read prose; they read a few requests, each one kind of fix the defaults leave alone
+("Write N/A as null.", "Write numbers without units.", "Remove broken characters.", "Collapse double spaces.",
+"Write the dates as YYYY-MM-DD.") and explicit rewrites ("Write 'BOSTON' as 'Boston'."). An item that names
+columns (quoted, beside the word "column": "in columns 'email' and 'phone'", "the 'qty' column") asks it of those
+columns only; an item naming none asks it of every column. The answers to learning's questions
+(core/questions.py) are worded so that they are read here.
+
+Example:
+    >>> asks_for_real_nulls("Write 'N/A' as empty in column 'email'.", "email")
+    True
+    >>> asks_for_real_nulls("Write 'N/A' as empty in column 'email'.", "phone")
+    False
+    >>> asked_rewrites("Write 'BOSTON' as 'Boston' in column 'city'.", "city")
+    {'BOSTON': 'Boston'}
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ..detectors import broken_text, date_format, null_tokens, number_format, whitespace
+from ..instructions import ItemState, split_instructions
+
+#: A name or value in quotes: '...', "..." or `...` (a rewrite's target may be empty: '').
+_QUOTED = r"""(?:'[^']+'|"[^"]+"|`[^`]+`)"""
+_QUOTED_OR_EMPTY = r"""(?:'[^']*'|"[^"]*"|`[^`]*`)"""
+_AND = r"(?:\s*,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+|\s*&\s*)"
+_QUOTED_LIST = rf"{_QUOTED}(?:{_AND}{_QUOTED})*"
+#: Columns named by an item: quoted names after "column(s)", or before it ("the 'qty' column").
+_COLUMNS_AFTER = re.compile(rf"\bcolumns?\s+(?:named\s+|called\s+)?({_QUOTED_LIST})", re.IGNORECASE)
+_COLUMNS_BEFORE = re.compile(rf"({_QUOTED_LIST})\s+columns?\b", re.IGNORECASE)
+_ONE_QUOTED = re.compile(_QUOTED)
+#: "write 'X' (and 'Y') as 'Z'": a rewrite the user spells out, value by value.
+_REWRITE = re.compile(rf"({_QUOTED_LIST})\s+(?:as|to|into)\s+({_QUOTED_OR_EMPTY})", re.IGNORECASE)
+_WRITE = re.compile(r"\b(?:write|rewrite|replace|change|turn|spell)\b", re.IGNORECASE)
+
+_FILL = re.compile(r"\b(?:fill|impute)\w*", re.IGNORECASE)
+_REAL_NULLS = re.compile(
+    r"\b(?:as|to|into|with|by|be|become|becomes)\s+(?:an?\s+|real\s+|true\s+|proper\s+)?(?:nulls?|none|empty|blanks?|missing)\b|"
+    r"\b(?:real|true|proper|actual)\s+(?:nulls?|missing values?)\b|\bnull\s+tokens?\b|\bplaceholders?\b|"
+    r"\b(?:nulls?|empty|blank)\s+(?:for|instead of)\b|\bmissing values? (?:as|to)\b",
+    re.IGNORECASE)
+_DEBRIS = re.compile(r"\b(?:debris|broken characters?|replacement characters?|mojibake|garbled|encoding)\b",
+                     re.IGNORECASE)
+_WHITESPACE = re.compile(
+    r"\bnormali[sz]\w*\s+(?:the\s+|all\s+|any\s+)?(?:white\s*space|spac\w*)|"
+    r"\b(?:white\s*space|spacing)\s+normali[sz]\w*|\bsingle\s+spac\w*|"
+    r"\b(?:collapse|squeeze|remove|strip|drop)\w*\s+(?:the\s+|all\s+|any\s+)?"
+    r"(?:double|repeated|multiple|extra|consecutive)\s+(?:spaces?|white\s*space|blanks?)",
+    re.IGNORECASE)
+_PLAIN_NUMBERS = re.compile(
+    r"\b(?:without (?:the |their |its |any )?units?|(?:strip|remove|drop)\w* (?:the |their |its |all |any )?units?|"
+    r"plain numbers?|bare numbers?)\b", re.IGNORECASE)
+#: ISO dates: an item speaking of dates and of ISO 8601 ("dates as ISO", "as YYYY-MM-DD"), not of ISO country codes.
+_ISO_DATES = re.compile(r"^(?=.*\bdates?\b).*?(?:\bISO(?:[ -]?8601)?\b|\bYYYY-MM-DD\b)", re.IGNORECASE | re.MULTILINE)
+
+
+def named_columns(text: str) -> frozenset[str]:
+    """The columns an instruction item names (case-folded), or none when it speaks of every column.
+
+    Example:
+        >>> sorted(named_columns("Write 'N/A' as empty in columns 'email' and 'phone'."))
+        ['email', 'phone']
+        >>> named_columns("Write N/A as null.")
+        frozenset()
+    """
+    names = set()
+    for pattern in (_COLUMNS_AFTER, _COLUMNS_BEFORE):
+        for group in pattern.findall(text or ""):
+            names.update(q[1:-1].casefold() for q in _ONE_QUOTED.findall(group))
+    return frozenset(names)
+
+
+def in_scope(text: str, column: str) -> bool:
+    """Whether an instruction item speaks of `column`: it names no column, or names this one."""
+    named = named_columns(text)
+    return not named or str(column).casefold() in named
+
+
+def _item_texts(instructions: str) -> list[str]:
+    return [i.text for i in split_instructions(instructions or "")]
+
+
+def _asked(pattern: re.Pattern, instructions: str, column: str | None) -> bool:
+    if column is None:
+        return bool(pattern.search(instructions or ""))
+    return any(pattern.search(text) and in_scope(text, column) for text in _item_texts(instructions))
+
+
+def asks_to_fill(instructions: str) -> bool:
+    """Whether the user's instructions ask for missing values to be filled in ("fill empty cities from the
+    zip code"): without that, a dependency never fills an empty cell, it only repairs wrong ones.
+
+    Example:
+        >>> asks_to_fill("Fill missing states from the city."), asks_to_fill("Trim names.")
+        (True, False)
+    """
+    return bool(_FILL.search(instructions or ""))
+
+
+def asks_for_plain_numbers(instructions: str, column: str | None = None) -> bool:
+    """Whether the user's instructions ask for numbers without their units ("numbers without units", "strip the
+    units", "plain numbers"), of `column` when given: without that, units are stripped only where most of the
+    column is bare numbers.
+
+    Example:
+        >>> asks_for_plain_numbers("Write numbers without units."), asks_for_plain_numbers("Trim names.")
+        (True, False)
+    """
+    return _asked(_PLAIN_NUMBERS, instructions, column)
+
+
+def asks_to_remove_debris(instructions: str, column: str | None = None) -> bool:
+    """Whether the user's instructions ask for the debris of a wrong decoding to be removed ("remove the
+    replacement characters", "strip broken characters", "fix mojibake"): the letters it stands for are lost,
+    so without that the cells are left and reported.
+
+    Example:
+        >>> asks_to_remove_debris("Remove broken characters from titles."), asks_to_remove_debris("Trim names.")
+        (True, False)
+    """
+    return _asked(_DEBRIS, instructions, column)
+
+
+def asks_to_normalise_whitespace(instructions: str, column: str | None = None) -> bool:
+    """Whether the user's instructions ask for whitespace to be normalised everywhere ("normalise whitespace",
+    "collapse double spaces"): without that, free text keeps its own spacing (a double space after a full stop,
+    a line break), while stray spaces around short values go anyway.
+
+    Example:
+        >>> asks_to_normalise_whitespace("Collapse double spaces."), asks_to_normalise_whitespace("Trim names.")
+        (True, False)
+    """
+    return _asked(_WHITESPACE, instructions, column)
+
+
+def asks_for_real_nulls(instructions: str, column: str | None = None) -> bool:
+    """Whether the user's instructions ask for spellings of "no value" ("N/A", "NaN", "-") to be written as real
+    nulls ("write N/A as null", "placeholders to empty", "use real nulls"), in `column` when given: without that
+    they are left and reported. A token is the file's own way to write a missing value, and in some files it is
+    the value the file means ("NaN" as a rate, "-" as a page range), so no null is evidently right unless asked
+    for. Filling missing values ("fill missing cities") is another request: it fills, it does not null.
+
+    Example:
+        >>> asks_for_real_nulls("Write 'N/A' as a missing value (null)."), asks_for_real_nulls("Fill missing values.")
+        (True, False)
+    """
+    return _asked(_REAL_NULLS, instructions, column)
+
+
+def asks_for_iso_dates(instructions: str, column: str | None = None) -> bool:
+    """Whether the user's instructions ask for dates as ISO 8601 ("dates as ISO", "as YYYY-MM-DD"), of `column` when
+    given: without that, a date column is written in its own most common format, when that can be written back.
+
+    Example:
+        >>> asks_for_iso_dates("Write the dates of column 'signup' as YYYY-MM-DD (ISO 8601).", "signup")
+        True
+    """
+    return _asked(_ISO_DATES, instructions, column)
+
+
+def asked_rewrites(instructions: str, column: str) -> dict[str, str]:
+    """The values of `column` the user asks to be written otherwise, each to its new spelling ("Write 'BOSTON' and
+    'boston' as 'Boston' in column 'city'."): whole values, as written in quotes.
+
+    Example:
+        >>> asked_rewrites("In column 'state', write 'Calif.' as 'CA', 'Tex.' as 'TX'.", "state")
+        {'Calif.': 'CA', 'Tex.': 'TX'}
+    """
+    out: dict[str, str] = {}
+    for text in _item_texts(instructions):
+        if not _WRITE.search(text) or not in_scope(text, column):
+            continue
+        for values, target in _REWRITE.findall(text):
+            if re.search(r"\bcolumns?\s*$", text[: text.find(values)], re.IGNORECASE):
+                continue  # "column 'city' as ...": a column's name, not a value
+            for value in _ONE_QUOTED.findall(values):
+                if value[1:-1] != target[1:-1]:
+                    out.setdefault(value[1:-1], target[1:-1])
+    return out
+
+
+def asks_to_keep(text: str) -> bool:
+    """Whether an instruction item asks for cells to stay as they are written ("Keep 'N/A' as written in column
+    'email'."): carried out by changing nothing, so no function serves it.
+
+    Example:
+        >>> asks_to_keep("Keep the numbers of column 'qty' as written."), asks_to_keep("Write N/A as null.")
+        (True, False)
+    """
+    return bool(_KEEP.search(text or ""))
+
+
+_KEEP = re.compile(r"\b(?:keep|leave)\b.*\bas\s+(?:it\s+is|they\s+are|written|is)\b", re.IGNORECASE)
+
+
+def left_as_written(instructions: str) -> frozenset[str]:
+    """The kinds of dirt the defaults leave as written unless the user asks: spellings of "no value" (no real
+    null unasked) and decoding debris (its letters are lost).
+
+    Example:
+        >>> sorted(left_as_written("")), sorted(left_as_written("Write N/A as null."))
+        (['broken_text', 'null_tokens'], ['broken_text'])
+    """
+    kinds = set()
+    if not asks_for_real_nulls(instructions):
+        kinds.add(null_tokens.KIND)
+    if not asks_to_remove_debris(instructions):
+        kinds.add(broken_text.KIND)
+    return frozenset(kinds)
+
+
+#: Finding kind of the values the user asks to be rewritten (no detector finds them: the user's words do).
+REWRITES = "asked_rewrites"
+
+_ASKS = {
+    null_tokens.KIND: _REAL_NULLS, number_format.KIND: _PLAIN_NUMBERS, broken_text.KIND: _DEBRIS,
+    whitespace.KIND: _WHITESPACE, date_format.KIND: _ISO_DATES,
+}
+
+
+def items_served(kind: str, columns: Iterable[str], items: Iterable[ItemState]) -> tuple[int, ...]:
+    """The instruction items a rule's function of `kind` on `columns` carries out: those asking that kind of fix of
+    one of the columns (an explicit rewrite, of a value in one of them).
+
+    Example:
+        >>> items_served("null_tokens", ["email"], [ItemState(number=1, text="Write 'N/A' as empty in column 'email'.")])
+        (1,)
+    """
+    columns = list(columns)
+    out = []
+    for item in items:
+        if kind == REWRITES:
+            asked = any(asked_rewrites(item.text, c) for c in columns)
+        else:
+            pattern = _ASKS.get(kind)
+            asked = pattern is not None and bool(pattern.search(item.text)) and any(in_scope(item.text, c) for c in columns)
+        if asked:
+            out.append(item.number)
+    return tuple(out)
+
+
+__all__ = ["REWRITES", "asked_rewrites", "asks_for_iso_dates", "asks_for_plain_numbers", "asks_for_real_nulls",
+           "asks_to_fill", "asks_to_keep", "asks_to_normalise_whitespace", "asks_to_remove_debris", "in_scope", "items_served",
+           "left_as_written", "named_columns"]

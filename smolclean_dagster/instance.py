@@ -1,0 +1,125 @@
+"""The Dagster instance of a workdir: one for every tool, so what one did the others see.
+
+`smolclean learn`, `demo`, `ui`, `approve` and `rollback`, `dg dev` in a dg project and a deployment's processes
+find it the same way:
+
+- `DAGSTER_HOME`, as Dagster's own commands read it: from a `.env` file in the current folder (which `dg dev` and
+  `dagster dev` load; `dg scaffold defs smolclean_dagster.SmolcleanComponent` writes one in a dg project), else
+  from the environment (a deployment sets it for every process);
+- otherwise `<workdir>/dagster_home`, made on first use.
+
+The instance holds what was done: the runs, the cleanings, the sensors' cursors. A drop is cleaned once per module
+version and learned from at most once because the instance remembers it; without a DAGSTER_HOME, `dg dev` and
+`dagster dev` keep theirs in a temporary folder they delete when they stop, and after a restart every drop would
+be cleaned and learned from again.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+import dagster as dg
+
+from .core.errors import SettingsError
+
+HOME_VARIABLE = "DAGSTER_HOME"
+#: Where Dagster's commands keep the instance they make when DAGSTER_HOME is not set (deleted when they stop).
+TEMPORARY_HOME_PREFIX = ".tmp_dagster_home_"
+
+_DAGSTER_YAML = """\
+telemetry:
+  enabled: false
+python_logs:
+  managed_python_loggers: [smolclean]
+"""
+
+
+def dagster_home(workdir: Path | str, folder: Path | None = None) -> Path:
+    """The folder of the instance a workdir's tools use, read from `folder` (default: the current one) as Dagster reads it.
+
+    Example:
+        >>> dagster_home("work").name  # doctest: +SKIP
+        'dagster_home'
+    """
+    env_file = (Path.cwd() if folder is None else Path(folder)) / ".env"
+    home, where = _home_in(env_file), str(env_file)
+    if not home:
+        home, where = os.environ.get(HOME_VARIABLE), "the environment"
+    if not home:
+        return (Path(workdir) / "dagster_home").resolve()
+    path = Path(home).expanduser()
+    if not path.is_absolute():
+        raise SettingsError(f"{HOME_VARIABLE}={home} (in {where}) is not an absolute path, which Dagster requires; "
+                            "give the full path of the instance's folder")
+    return path
+
+
+def workdir_instance(workdir: Path | str) -> dg.DagsterInstance:
+    """The Dagster instance of `workdir` (see the module's docstring), its folder and settings made on first use."""
+    home = dagster_home(workdir)
+    if not home.exists() or home == (Path(workdir) / "dagster_home").resolve():
+        prepare_home(home)
+    instance = dg.DagsterInstance.from_config(str(home))
+    storage = instance.event_log_storage
+    if hasattr(storage, "index_connection") and not storage.has_table("dynamic_partitions"):
+        # A process killed while the storage was being created can leave it without some tables; make the
+        # missing ones (only those: nothing stored is touched), rather than stop every later run with "run
+        # `dagster instance migrate`".
+        from dagster._core.storage.event_log.schema import SqlEventLogStorageMetadata
+
+        with storage.index_connection() as connection:
+            SqlEventLogStorageMetadata.create_all(connection)
+    return instance
+
+
+def prepare_home(home: Path) -> None:
+    """Make an instance's folder, with smolclean's settings (no telemetry, smolclean's logs in the runs' logs)
+    unless it has its own `dagster.yaml`."""
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists():
+        config.write_text(_DAGSTER_YAML, encoding="utf-8")
+
+
+def keep_project_instance(project_root: Path, workdir: Path) -> Path | None:
+    """In a dg project, have `dg dev` keep its instance in `<workdir>/dagster_home`: `DAGSTER_HOME` in the project's
+    `.env`, which `dg dev` loads (and smolclean's commands read, run from the project). Dagster wants the path
+    absolute, so a project moved elsewhere needs the line changed.
+
+    Nothing is written when DAGSTER_HOME is set already, in the environment or in `.env`: that instance is used.
+    Returns the instance's folder when the line was written.
+    """
+    env_file = project_root / ".env"
+    if os.environ.get(HOME_VARIABLE) or _home_in(env_file):
+        return None
+    home = (workdir / "dagster_home").resolve()
+    prepare_home(home)
+    text = env_file.read_text(encoding="utf-8") if env_file.is_file() else ""
+    lines = [*([text.rstrip("\n")] if text.strip() else []),
+             "# The Dagster instance of `dg dev` and of smolclean's commands run here: runs, cleanings, sensor cursors.",
+             f"{HOME_VARIABLE}={shlex.quote(str(home))}"]
+    env_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return home
+
+
+def _home_in(env_file: Path) -> str | None:
+    """The DAGSTER_HOME a `.env` file sets, read as Dagster reads it (python-dotenv)."""
+    from dotenv import dotenv_values
+
+    return dotenv_values(env_file).get(HOME_VARIABLE) if env_file.is_file() else None
+
+
+def is_temporary(instance: dg.DagsterInstance) -> bool:
+    """Whether `instance` is the temporary one `dg dev`/`dagster dev` make without DAGSTER_HOME (gone when they stop)."""
+    root = getattr(instance, "root_directory", None)
+    return bool(root) and Path(root).name.startswith(TEMPORARY_HOME_PREFIX)
+
+
+def temporary_instance_warning(workdir: Path) -> str:
+    """What to do when the UI runs on a temporary instance."""
+    return (f"this Dagster instance is a temporary folder ({HOME_VARIABLE} is not set), deleted when `dg dev` stops: "
+            "after a restart every drop would be cleaned and learned from again, and `smolclean approve` would not "
+            f"be seen here. Set {HOME_VARIABLE}={(workdir / 'dagster_home').resolve()} in the project's .env (or the "
+            "environment) and restart")
