@@ -223,3 +223,30 @@ def test_smolclean_learn_without_the_model_its_analyst_needs_names_the_setting_a
     err = capfd.readouterr().err
     assert err.startswith("error: setting 'model' is required") and "Traceback" not in err
     assert not workdir.exists()
+
+
+@pytest.mark.parametrize(("name", "content", "said"), [
+    ("empty.csv", b"", "the file is empty (no header row)"),
+    ("book.csv", b"PK\x03\x04" + bytes(40), "is a zip archive (an Excel workbook?)"),
+    ("wide.csv", b"\xff\xfen\x00a\x00m\x00e\x00", "is UTF-16 text"),
+])
+def test_the_module_run_alone_refuses_what_apply_refuses_with_the_same_words(tmp_path, sandbox, name, content, said):
+    import subprocess
+    import sys
+
+    from smolclean_dagster.core.export import render_module
+    from smolclean_dagster.core.registry import Registry
+
+    module = tmp_path / module_filename("inbox")
+    source = render_module(Registry(dataset="inbox"))
+    module.write_text(source, encoding="utf-8")
+    bad = tmp_path / name
+    bad.write_bytes(content)
+    alone = subprocess.run([sys.executable, str(module), str(bad), str(tmp_path / "out.csv")],
+                           capture_output=True, text=True, timeout=120)
+    assert alone.returncode == 2 and said in alone.stderr, alone.stdout + alone.stderr
+    with pytest.raises(DropReadError) as refused:
+        apply_module(source, bad, tmp_path / "out2.csv", sandbox=sandbox)
+    assert said in str(refused.value)
+    assert alone.stderr.strip() == str(refused.value).strip()  # the same words, naming the file
+    assert not (tmp_path / "out.csv").exists() and not (tmp_path / "out2.csv").exists()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 
-import codecs
 import hashlib
 import json
 import re
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .delimited import check_quotes_closed, delimited_header, describe_problem
-from .drop_io.blocks import BATCH_ROWS, delimited_blocks, json_array_blocks, jsonl_blocks
+from .drop_io.blocks import BATCH_ROWS, check_text, delimited_blocks, json_array_blocks, jsonl_blocks
 from .drop_io.formats import JsonlError, arrow_stream, decode_batch, json_kind
 from .errors import DropReadError
 
@@ -247,31 +246,13 @@ def _check_unchanged(path: Path, before: tuple[int, int]) -> None:
 
 
 #: Magic numbers of files that are sometimes saved with a text extension.
-_BINARY_STARTS = {
-    b"\x1f\x8b": "is gzip-compressed; decompress it first",
-    b"PK\x03\x04": "is a zip archive (an Excel workbook?); export the sheet as CSV",
-    b"PAR1": "is a Parquet file; give it the extension .parquet",
-    b"%PDF": "is a PDF document, not data",
-}
-
-
 def _check_text(path: Path, fmt: str) -> None:
-    """Raise DropReadError for a text drop that is a binary file, or text in another encoding than UTF-8."""
-    with path.open("rb") as fh:
-        head = fh.read(1 << 16)
-    if head.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
-        raise DropReadError(f"{path}: the file is UTF-32 text (it starts with a byte-order mark); save it as UTF-8")
-    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        raise DropReadError(f"{path}: the file is UTF-16 text (it starts with a byte-order mark); save it as UTF-8")
-    for magic, what in _BINARY_STARTS.items():
-        if head.startswith(magic):
-            raise DropReadError(f"{path}: the file {what}")
-    nul = head.find(b"\x00")
-    if nul >= 0:
-        raise DropReadError(
-            f"{path}: byte {nul} is a NUL byte: this is a binary file (or UTF-16 text without a byte-order mark), "
-            f"not {fmt.upper()} text; export it as UTF-8 {fmt.upper()}"
-        )
+    """Raise DropReadError for a text drop that is a binary file, or text in another encoding than UTF-8 (the
+    module's `__main__` runs the same check, `drop_io.blocks.check_text`)."""
+    try:
+        check_text(path, fmt)
+    except ValueError as exc:
+        raise DropReadError(f"{path}: {exc}") from None
 
 
 def _delimited_names(path: Path, sep: str) -> list[str]:

@@ -6,6 +6,7 @@ value, so it is read whole (keep JSON drops under a few hundred MB, or export th
 as blocks of JSONL lines.
 """
 
+import codecs
 import json
 import os
 import re
@@ -14,6 +15,34 @@ from .formats import INPUT_SUFFIXES, arrow_stream
 
 #: Rows per batch by default, for `smolclean apply` and the module's `__main__` alike.
 BATCH_ROWS = 10_000
+#: The first bytes of files that are no text drop, and what to say of them.
+BINARY_STARTS = {
+    b"\x1f\x8b": "is gzip-compressed; decompress it first",
+    b"PK\x03\x04": "is a zip archive (an Excel workbook?); export the sheet as CSV",
+    b"PAR1": "is a Parquet file; give it the extension .parquet",
+    b"%PDF": "is a PDF document, not data",
+}
+
+
+def check_text(path, fmt):
+    """Raise ValueError for a text drop (`fmt` csv, tsv, jsonl or json) that is no UTF-8 text: a binary file,
+    UTF-16 or UTF-32; and for a CSV/TSV without even a header row. `smolclean apply` and the module's
+    `__main__` refuse the same files with the same words."""
+    with open(path, "rb") as fh:
+        head = fh.read(1 << 16)
+    if head.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        raise ValueError("the file is UTF-32 text (it starts with a byte-order mark); save it as UTF-8")
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise ValueError("the file is UTF-16 text (it starts with a byte-order mark); save it as UTF-8")
+    for magic, what in BINARY_STARTS.items():
+        if head.startswith(magic):
+            raise ValueError(f"the file {what}")
+    nul = head.find(b"\x00")
+    if nul >= 0:
+        raise ValueError(f"byte {nul} is a NUL byte: this is a binary file (or UTF-16 text without a byte-order "
+                         f"mark), not {fmt.upper()} text; export it as UTF-8 {fmt.upper()}")
+    if fmt in ("csv", "tsv") and not head.strip():
+        raise ValueError("the file is empty (no header row)")
 
 
 def encoded_batches(path, batch_rows=BATCH_ROWS):
@@ -23,6 +52,8 @@ def encoded_batches(path, batch_rows=BATCH_ROWS):
     ("table"), a JSON array (read whole) as JSONL lines."""
     path = os.fspath(path)
     fmt = INPUT_SUFFIXES.get(os.path.splitext(path)[1].lower())
+    if fmt in ("csv", "tsv", "jsonl", "json"):
+        check_text(path, fmt)
     if fmt in ("csv", "tsv"):
         for block, _, lines in delimited_blocks(path, "\t" if fmt == "tsv" else ",", batch_rows):
             yield fmt, block, lines
