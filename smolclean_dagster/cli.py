@@ -169,7 +169,9 @@ def _print_left(v) -> None:
     if not v.left:
         print("  left on held-out rows: nothing the detectors look for")
         return
-    print(f"  left on held-out rows: {sum(q.after for q in v.left)} cell(s) in {len(v.left)} column(s)")
+    # what the detectors see: dirt they do not look for is not counted, and the words say so
+    print(f"  left on held-out rows: the detectors still find {sum(q.after for q in v.left)} cell(s) in "
+          f"{len(v.left)} column(s)")
     for q in v.left:
         print(f"    {q.column}: {'; '.join(q.left)}")
 
