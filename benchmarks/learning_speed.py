@@ -464,6 +464,15 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
 
 
+def _shown(path: Path) -> str:
+    """A path as the results file records it: relative to the repository's folder (../shared stays readable), or
+    only its name for a file generated in a temporary folder; never this machine's absolute paths."""
+    resolved = Path(path).resolve()
+    if resolved.is_relative_to(REPO.parent):
+        return os.path.relpath(resolved, REPO)
+    return resolved.name
+
+
 def checkout() -> dict:
     """Which code is measured: where the package and its prompts import from (this checkout's, or the script
     stops), the commit, and whether either had uncommitted changes."""
@@ -481,7 +490,7 @@ def checkout() -> dict:
             return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
         except OSError:
             return ""
-    return {"package": found[0], "prompts": found[1], "commit": git("rev-parse", "--short", "HEAD") or None,
+    return {"package": _shown(Path(found[0])), "prompts": _shown(Path(found[1])), "commit": git("rev-parse", "--short", "HEAD") or None,
             "changed_since_commit": bool(git("status", "--porcelain", "--", "smolclean_dagster", "prompts"))}
 
 
@@ -524,7 +533,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, source in sources.items():
             with source.open(encoding="utf-8", newline="") as fh:
                 records = list(csv.reader(fh))
-            results["offline"][name] = {"size": f"{len(records) - 1}x{len(records[0])}", "source": str(source),
+            results["offline"][name] = {"size": f"{len(records) - 1}x{len(records[0])}", "source": _shown(source),
                                         "median_run": asdict(median_run(runs[name])),
                                         "wall_s_each": [m.wall_s for m in runs[name]]}
         for case in args.replay:
