@@ -246,7 +246,7 @@ def _held_by_categories(frame: pd.DataFrame, known: set[tuple[str, str]]) -> lis
     out = []
     for a, (ca, va) in codes.items():
         filled = int((ca >= 0).sum())
-        if not 2 <= len(va) or filled < CATEGORY_ROWS * len(va) or filled < 2 * CATEGORY_ROWS:
+        if len(va) < 2 or filled < CATEGORY_ROWS * max(2, len(va)):
             continue
         for b, (cb, vb) in codes.items():
             both = (ca >= 0) & (cb >= 0)
