@@ -189,7 +189,7 @@ def learn_one(spec_path: Path) -> None:
     """`--learn-one SPEC`: run one `learn()` as SPEC (JSON) says, write what it measured to SPEC's "result"."""
     spec = json.loads(spec_path.read_text(encoding="utf-8"))
     quiet_logs()
-    from smolclean_dagster.learning import learn
+    from smolclean_dagster.learning.embedded import learn
     from smolclean_dagster.settings import DatasetSettings
 
     settings = DatasetSettings(workdir=Path(spec["workdir"]), **spec["settings"])

@@ -7,7 +7,7 @@ the hybrid analyst (the model decides every step) and counts its calls and token
 
 For every dataset folder (dirty.csv + clean.csv) under ../shared/benchmarks/data and ../shared/benchmarks/zeroed
 (the same tables with another generator's errors; shown as "zeroed/<name>") it learns a module with
-the real flow, `smolclean_dagster.learning.learn()`, on a fresh temporary workdir (Dagster runs, chunk
+the real flow, `smolclean_dagster.learning.embedded.learn()`, on a fresh temporary workdir (Dagster runs, chunk
 waves, the sandbox, validation, export), cleans the whole dirty file with the exported module (the
 `cleaned_data` asset: sandboxed batches), and scores the cleaned cells against clean.csv.
 
@@ -304,7 +304,7 @@ class Run:
 
 def learn_and_score(folder: Path, workdir: Path, options: dict) -> Run:
     """Learn a module from folder/dirty.csv with the rules analyst and score the cleaned drop."""
-    from smolclean_dagster.learning import learn
+    from smolclean_dagster.learning.embedded import learn
     from smolclean_dagster.settings import DatasetSettings
 
     name = label(folder)
@@ -331,7 +331,7 @@ def next_drop(folder: Path, workdir: Path, options: dict, run: Run) -> None:
     """Learn from the first half of folder/dirty.csv, clean the second half with that module as
     `smolclean apply` does, and score the second half: `run.next_drop`."""
     from smolclean_dagster.core.apply import apply_module
-    from smolclean_dagster.learning import learn
+    from smolclean_dagster.learning.embedded import learn
     from smolclean_dagster.sandbox import Sandbox
     from smolclean_dagster.settings import DatasetSettings
 

@@ -244,7 +244,7 @@ def dirt_in_sixteen_chunks(chunks: int = 16, chunk_size: int = 50) -> pd.DataFra
 def bench_waves(work: Path, delay_s: float, chunks: int) -> dict:
     from llm_server import ScriptedLLM
 
-    from smolclean_dagster.learning import learn
+    from smolclean_dagster.learning.embedded import learn
 
     drop = write_csv(dirt_in_sixteen_chunks(chunks), work / "sixteen.csv")
     out = {"chunks": chunks, "server_delay_s": delay_s, "runs": {}}
@@ -283,7 +283,7 @@ def bench_waves(work: Path, delay_s: float, chunks: int) -> dict:
 def bench_calls(work: Path, rows: int) -> dict:
     from llm_server import ScriptedLLM
 
-    from smolclean_dagster.learning import learn
+    from smolclean_dagster.learning.embedded import learn
 
     base = messy_customers(rows, seed=1)
     big = pd.concat([messy_customers(rows, seed=1, start_id=1 + k * rows) for k in range(10)], ignore_index=True)

@@ -1,10 +1,10 @@
 """Every asset and check of one dataset, keys prefixed by its name: the learning flow and the cleaning of drops.
 
-raw_data -> chunks -> chunk_issues -> chunk_functions      (chunk_assets.py: per drop, then per chunk)
-    -> registry -> validation -> cleaning_module            (registry_assets.py)
-    -> module_version (module_versions.py: proposed or live)
-    -> cleaned_data (cleaned_assets.py: per drop, by the live version)
-raw_data -> label_sample (label_assets.py: per drop, on demand: rows to correct by hand)
+raw_data -> chunks -> chunk_issues -> chunk_functions      (learning/chunk_assets.py: per drop, then per chunk)
+    -> registry -> validation -> cleaning_module            (learning/registry_assets.py)
+    -> module_version (cleaning/module_versions.py: proposed or live)
+    -> cleaned_data (cleaning/cleaned_assets.py: per drop, by the live version)
+raw_data -> label_sample (learning/label_assets.py: per drop, on demand: rows to correct by hand)
 
 Each asset has its own builder, taking the dataset's settings and its names in Dagster (`DatasetKeys`).
 """
@@ -14,12 +14,12 @@ from __future__ import annotations
 import dagster as dg
 
 from .asset_keys import DatasetKeys
-from .chunk_assets import (REFERENCE_ROWS, ChunkFindings, chunk_functions_asset, chunk_issues_asset, chunks_asset,
+from .learning.chunk_assets import (REFERENCE_ROWS, ChunkFindings, chunk_functions_asset, chunk_issues_asset, chunks_asset,
                            locate_chunk, raw_data_asset)
-from .cleaned_assets import cleaned_data_asset
+from .cleaning.cleaned_assets import cleaned_data_asset
 from .drop_folder import find_drop_file
-from .label_assets import label_sample_asset
-from .registry_assets import cleaning_module_asset, registry_asset, validation_asset, validation_checks
+from .learning.label_assets import label_sample_asset
+from .learning.registry_assets import cleaning_module_asset, registry_asset, validation_asset, validation_checks
 from .resources import LLM_POOL
 from .settings import DatasetSettings
 

@@ -177,7 +177,7 @@ def _print_left(v) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from .learning import learn, workdir_instance
+    from .learning.embedded import learn, workdir_instance
 
     instance = workdir_instance(args.workdir)
     sample = resources.files("smolclean_dagster") / "sample_data"
@@ -192,7 +192,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _learn(args: argparse.Namespace) -> int:
-    from .learning import learn
+    from .learning.embedded import learn
 
     settings = _learn_settings(args)
     outcome = learn(settings, args.file, log_level=_log_level(args), labels=args.labels)
@@ -214,7 +214,7 @@ def _label(args: argparse.Namespace) -> int:
 
 def _print_version(settings) -> None:
     """Which module version the learning run made, and whether drops are cleaned by it."""
-    from .live_module import versions
+    from .cleaning.live_module import versions
 
     history = versions(settings).load()
     latest, live = history.latest, history.live
@@ -247,7 +247,7 @@ def _apply(args: argparse.Namespace) -> int:
     from .sandbox import Sandbox
 
     if args.name is not None:
-        from .live_module import cleaning_module_for
+        from .cleaning.live_module import cleaning_module_for
 
         if len(args.paths) != 1:
             raise SmolcleanError("with --name, give only the file to clean: the dataset's module version cleans it")
@@ -347,8 +347,8 @@ def _dataset(workdir: Path, name: str):
 
 
 def _versions(args: argparse.Namespace) -> int:
-    from .live_module import versions
-    from .module_versions import version_changes, waits_because
+    from .cleaning.live_module import versions
+    from .cleaning.module_versions import version_changes, waits_because
 
     history = versions(_dataset(args.workdir, args.name)).load()
     if not history.versions:
@@ -385,8 +385,8 @@ def _versions(args: argparse.Namespace) -> int:
 
 
 def _approve(args: argparse.Namespace) -> int:
-    from .live_module import versions
-    from .module_versions import command_line_user
+    from .cleaning.live_module import versions
+    from .cleaning.module_versions import command_line_user
 
     settings = _dataset(args.workdir, args.name)
     version = versions(settings).approve(args.version, by=command_line_user(), why=args.reason)
@@ -397,8 +397,8 @@ def _approve(args: argparse.Namespace) -> int:
 
 
 def _rollback(args: argparse.Namespace) -> int:
-    from .live_module import versions
-    from .module_versions import command_line_user
+    from .cleaning.live_module import versions
+    from .cleaning.module_versions import command_line_user
 
     settings = _dataset(args.workdir, args.name)
     version = versions(settings).rollback(args.to, by=command_line_user(), why=args.reason)
@@ -410,14 +410,14 @@ def _rollback(args: argparse.Namespace) -> int:
 def _record(settings, version) -> None:
     """The change of state on the asset `<name>/module_version`, in the instance the UI uses, so the UI shows it."""
     from .instance import workdir_instance
-    from .module_versions import report_state_change
+    from .cleaning.module_versions import report_state_change
 
     with workdir_instance(settings.workdir) as instance:
         report_state_change(instance, settings, version)
 
 
 def _answer(args: argparse.Namespace) -> int:
-    from .answers import answer_question
+    from .learning.answers import answer_question
     from .core.questions import load_questions
     from .core.storage import DatasetStore
 

@@ -7,16 +7,16 @@ from functools import cache
 
 import dagster as dg
 
-from .answers import build_answer_job
+from .learning.answers import build_answer_job
 from .assets import build_dataset_assets
-from .drop_learning import build_drop_learning
-from .drop_runs import drop_jobs
+from .learning.drop_learning import build_drop_learning
+from .cleaning.drop_runs import drop_jobs
 from .io_managers import FramesIOManager, RecordsIOManager
-from .learning_runs import learning_jobs
-from .module_versions import build_approve_job, build_module_version, build_rollback_job
+from .learning.runs import learning_jobs
+from .cleaning.module_versions import build_approve_job, build_module_version, build_rollback_job
 from .resources import LLMResource, SandboxResource
-from .schedules import build_reclean_schedule
-from .sensors import build_sensors
+from .operations.schedules import build_reclean_schedule
+from .operations.sensors import build_sensors
 from .settings import DatasetSettings
 
 

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from smolclean_dagster import chunk_assets
+from smolclean_dagster.learning import chunk_assets
 
 #: Most seconds a chunk is held back (a wave with more chunks than workers could otherwise wait for ever).
 HOLD_BACK_S = 120.0
@@ -45,7 +45,7 @@ chunk_assets.run_chunk = _held_back_run_chunk
 
 
 if __name__ == "__main__":
-    from smolclean_dagster.learning import learn
+    from smolclean_dagster.learning.embedded import learn
     from smolclean_dagster.settings import DatasetSettings
 
     settings = DatasetSettings.model_validate_json(sys.argv[1])

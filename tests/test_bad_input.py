@@ -16,7 +16,7 @@ from smolclean_dagster.core.apply import apply_module
 from smolclean_dagster.core.drops import iter_batches, read_drop
 from smolclean_dagster.core.errors import DropReadError, SmolcleanError
 from smolclean_dagster.core.export import module_filename
-from smolclean_dagster.learning import learn
+from smolclean_dagster.learning.embedded import learn
 
 NAME = "inbox"
 

@@ -14,7 +14,7 @@ import pytest
 from llm_server import ScriptedLLM, fail
 from smolclean_dagster import DatasetSettings, build_defs
 from smolclean_dagster.core.errors import AnalystError, SettingsError, SmolcleanError
-from smolclean_dagster.learning import learn
+from smolclean_dagster.learning.embedded import learn
 
 SMOLCLEAN = [sys.executable, "-m", "smolclean_dagster.cli"]
 

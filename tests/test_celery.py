@@ -18,7 +18,7 @@ import pytest
 
 from local_servers import redis_server, stop_group
 from smolclean_dagster import DatasetSettings
-from smolclean_dagster.learning_runs import LEARNING_RUN_TAG, WAVE_TAG
+from smolclean_dagster.learning.runs import LEARNING_RUN_TAG, WAVE_TAG
 from smolclean_dagster.settings import save_settings
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy" / "celery"

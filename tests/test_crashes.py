@@ -50,7 +50,7 @@ def test_a_workdir_whose_storage_was_cut_off_while_being_created_is_completed_wh
     # next run must not stop with "run `dagster instance migrate`".
     import sqlite3
 
-    from smolclean_dagster.learning import workdir_instance
+    from smolclean_dagster.learning.embedded import workdir_instance
 
     workdir_instance(tmp_path).add_dynamic_partitions("people_drops", ["may.csv"])
     index = tmp_path / "dagster_home" / "history" / "runs" / "index.db"

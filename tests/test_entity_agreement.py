@@ -21,8 +21,8 @@ from smolclean_dagster.core.functions import CleaningFunction
 from smolclean_dagster.core.quality import keep_what_agrees
 from smolclean_dagster.core.registry import Provenance, Registry, RegistryEntry
 from smolclean_dagster.core.storage import DatasetStore
-from smolclean_dagster.learning import learn
-from smolclean_dagster.live_module import cleaning_module_for
+from smolclean_dagster.learning.embedded import learn
+from smolclean_dagster.cleaning.live_module import cleaning_module_for
 
 NAME = "flights"
 CLEANED = dg.AssetKey([NAME, "cleaned_data"])

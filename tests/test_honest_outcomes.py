@@ -103,7 +103,7 @@ def test_what_is_left_is_listed_per_column(demo_runs):
 def test_the_validation_metadata_says_what_is_left_per_column(demo_runs):
     import dagster as dg
 
-    from smolclean_dagster.learning import workdir_instance
+    from smolclean_dagster.learning.embedded import workdir_instance
 
     workdir, _ = demo_runs[0]
     instance = workdir_instance(workdir)

@@ -17,7 +17,7 @@ from smolclean_dagster.core.instructions import split_instructions
 from smolclean_dagster.core.loop import ChunkWork, LoopSettings, run_chunk
 from smolclean_dagster.core.registry import RegistryStore
 from smolclean_dagster.core.steps import FinalStep
-from smolclean_dagster.learning import learn
+from smolclean_dagster.learning.embedded import learn
 from smolclean_dagster.settings import DatasetSettings
 
 SMOLCLEAN = [sys.executable, "-m", "smolclean_dagster.cli"]

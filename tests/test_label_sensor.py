@@ -21,9 +21,9 @@ from smolclean_dagster.core.errors import LabelError
 from smolclean_dagster.core.labels import ROW
 from smolclean_dagster.core.labels_folder import drop_of_label, sample_name
 from smolclean_dagster.core.watch import FileState
-from smolclean_dagster.drop_runs import LABELS_TAG, learning_request
-from smolclean_dagster.learning import learn
-from smolclean_dagster.live_module import cleaning_module_for, versions
+from smolclean_dagster.cleaning.drop_runs import LABELS_TAG, learning_request
+from smolclean_dagster.learning.embedded import learn
+from smolclean_dagster.cleaning.live_module import cleaning_module_for, versions
 from test_labels import products
 
 NAME = "products"

@@ -11,7 +11,7 @@ import pandas as pd
 
 from smolclean_dagster import DatasetSettings, build_defs
 from smolclean_dagster.core.registry import RegistryStore
-from smolclean_dagster.learning import learn
+from smolclean_dagster.learning.embedded import learn
 
 
 def _events(instance: dg.DagsterInstance, key: list[str], partition: str | None = None):

@@ -7,9 +7,9 @@ import dagster as dg
 
 from smolclean_dagster import DatasetSettings, build_defs
 from smolclean_dagster.core.drops import chunk_id
-from smolclean_dagster.drop_runs import DROP_TAG
-from smolclean_dagster.learning import WORKER_TAG, learn
-from smolclean_dagster.learning_runs import DATASET_TAG, LEARNING_RUN_TAG, WAVE_TAG
+from smolclean_dagster.cleaning.drop_runs import DROP_TAG
+from smolclean_dagster.learning.embedded import WORKER_TAG, learn
+from smolclean_dagster.learning.runs import DATASET_TAG, LEARNING_RUN_TAG, WAVE_TAG
 from smolclean_dagster.partitions import chunks_partitions
 
 DROP = "customer_orders_export_north_region_2024-11-01_part1.csv"

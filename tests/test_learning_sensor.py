@@ -17,7 +17,7 @@ from smolclean_dagster.core.learning_flow import FinishedStep, FlowStep, NextSte
 from smolclean_dagster.core.plan import split_drop
 from smolclean_dagster.core.steps import ChunkTrace
 from smolclean_dagster.core.storage import DatasetStore
-from smolclean_dagster.learning_runs import LEARNING_RUN_TAG, STEP_TAG, WAVE_TAG, learning_in_progress
+from smolclean_dagster.learning.runs import LEARNING_RUN_TAG, STEP_TAG, WAVE_TAG, learning_in_progress
 
 NAME = "people"
 

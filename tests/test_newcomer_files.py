@@ -21,7 +21,7 @@ import pytest
 
 from smolclean_dagster import DatasetSettings
 from smolclean_dagster.core.sandbox.gate import MAX_CODE_CHARS
-from smolclean_dagster.learning import learn
+from smolclean_dagster.learning.embedded import learn
 
 SMOLCLEAN = [sys.executable, "-m", "smolclean_dagster.cli"]
 SURNAMES = ["Smith"] * 8 + ["Garcia"] * 5 + ["Nguyen"] * 4 + ["Okafor"] * 3 + ["Rossi"] * 3 + ["Tanaka"] * 2

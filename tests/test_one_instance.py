@@ -23,7 +23,7 @@ import pytest
 from smolclean_dagster import DatasetSettings, build_defs
 from smolclean_dagster.cli import main
 from smolclean_dagster.instance import dagster_home, is_temporary, keep_project_instance, workdir_instance
-from smolclean_dagster.module_versions import current_user
+from smolclean_dagster.cleaning.module_versions import current_user
 from smolclean_dagster.settings import save_settings
 
 from learning_ticks import Daemon
@@ -62,7 +62,7 @@ def _nothing_twice(runs: list[tuple[str, str, str]]) -> None:
 def learned_twice(tmp_path_factory) -> Path:
     """A workdir with its instance in `dagster_home/`: version 1 learned from march's drop, version 2 proposed
     from april's (it has a status column); each test works on a copy."""
-    from smolclean_dagster.learning import learn
+    from smolclean_dagster.learning.embedded import learn
 
     folder = tmp_path_factory.mktemp("learned")
     settings = _settings(folder / "work")

@@ -11,7 +11,7 @@ import pytest
 
 from local_servers import postgres_server
 from smolclean_dagster import DatasetSettings
-from smolclean_dagster.learning import learn
+from smolclean_dagster.learning.embedded import learn
 
 DEPLOY_YAML = Path(__file__).resolve().parents[1] / "deploy" / "postgres" / "dagster.yaml"
 

@@ -31,7 +31,7 @@ from smolclean_dagster.core.plan import ChunkPlan
 from smolclean_dagster.core.registry import RegistryStore
 from smolclean_dagster.core.steps import ChunkTrace, ProposalStep, VerdictStep
 from smolclean_dagster.core.storage import DatasetStore
-from smolclean_dagster.learning import learn
+from smolclean_dagster.learning.embedded import learn
 from smolclean_dagster.settings import DatasetSettings
 
 FIXES = {

@@ -15,7 +15,7 @@ from smolclean_dagster import DatasetSettings, build_defs
 from smolclean_dagster.core.export import module_filename
 from smolclean_dagster.core.storage import DatasetStore
 from smolclean_dagster.core.watch import FileState, probe_drop
-from smolclean_dagster.drop_runs import LEARNED_FROM_TAG
+from smolclean_dagster.cleaning.drop_runs import LEARNED_FROM_TAG
 
 from learning_ticks import Daemon, drive_learning
 from test_apply import MODULE
@@ -311,7 +311,7 @@ def test_new_dirt_in_a_drop_teaches_the_agent_a_new_module_version(tmp_path, ins
     """The whole loop in-process: learn, a drop with dirt the module never saw, its residual check fails,
     the agent learns from it, the drop is cleaned again and passes, and the schedule re-cleans the first drop."""
     from smolclean_dagster.core.apply import read_module_version
-    from smolclean_dagster.learning import learn
+    from smolclean_dagster.learning.embedded import learn
 
     # promote: auto within its limit: the version learned from the drop goes live on its own (its shadow check
     # changes about 12% of the sampled cells; test_versions.py has it wait beyond the limit)

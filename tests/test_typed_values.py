@@ -65,7 +65,7 @@ def _typed_record(i: int) -> dict:
 
 
 def test_jsonl_values_keep_their_types_through_learning_and_both_ways_of_cleaning(tmp_path, sandbox):
-    from smolclean_dagster.learning import learn
+    from smolclean_dagster.learning.embedded import learn
     from smolclean_dagster.settings import DatasetSettings
 
     records = [_typed_record(i) for i in range(120)]

@@ -12,7 +12,7 @@ from smolclean_dagster.core.functions import CleaningFunction
 from smolclean_dagster.core.registry import Provenance, RegistryEntry
 from smolclean_dagster.core.storage import DatasetStore
 from smolclean_dagster.factory import build_defs
-from smolclean_dagster.learning import place_drop
+from smolclean_dagster.learning.embedded import place_drop
 
 SHOUT = '''def shout_city(df):
     """Append an exclamation mark to `city` (not idempotent)."""

@@ -17,7 +17,7 @@ from smolclean_dagster.core.registry import Registry
 from smolclean_dagster.core.registry_changes import RegistryChanges
 from smolclean_dagster.core.storage import DatasetStore
 from smolclean_dagster.core.versions import VersionError, VersionStore
-from smolclean_dagster.live_module import VERSION_TAG
+from smolclean_dagster.cleaning.live_module import VERSION_TAG
 
 from learning_ticks import drive_learning
 from test_sensors import _shipments
@@ -71,7 +71,7 @@ def test_a_drop_teaches_a_proposed_version_that_cleans_nothing_until_approved(tm
     """A drop triggers learning; the new version is proposed with its shadow diff (beyond promote: auto's limit,
     so it waits); the next drop is cleaned by the old version; approving makes the new one live and the schedule
     cleans again; rollback returns to the old; a drop can be cleaned with a chosen version."""
-    from smolclean_dagster.learning import learn
+    from smolclean_dagster.learning.embedded import learn
 
     settings = DatasetSettings(name="shipments", workdir=tmp_path / "work", chunk_budget=2, concurrency=1,
                                promote="auto", promote_max_changed_share=0.01)

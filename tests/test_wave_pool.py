@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from llm_server import ScriptedLLM, fail, reply
-from smolclean_dagster import learning
+from smolclean_dagster.learning import embedded as learning
 from smolclean_dagster.core.errors import SmolcleanError
 from smolclean_dagster.core.plan import ChunkPlan
 from smolclean_dagster.core.storage import DatasetStore

@@ -18,7 +18,7 @@ from smolclean_dagster.core.plan import choose_holdout, held_out_residual, split
 from smolclean_dagster.core.profile import detect_issues
 from smolclean_dagster.core.storage import DatasetStore
 from smolclean_dagster.core.steps import ChunkTrace
-from smolclean_dagster.learning import learn
+from smolclean_dagster.learning.embedded import learn
 from smolclean_dagster.settings import DatasetSettings
 
 CITIES = [("Chicago", "IL"), ("Milwaukee", "WI"), ("Columbus", "OH"), ("Louisville", "KY"), ("Nashville", "TN"),

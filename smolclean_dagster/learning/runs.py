@@ -7,8 +7,8 @@ exporting the module, cleaning the drop. Each is a job of the dataset's code loc
 filtered by job, and by the tags below (e.g. `smolclean/learning_run` for every run of one learning run).
 
 Which runs come next is read from the instance (the runs of the learning run, by their tags) and the store (the
-chunk plan, the chunk traces), through `core/learning_flow.py`; so the CLI's embedded driver (learning.py) and
-the sensor of a deployment (learning_sensor.py) drive the same flow with the same run requests, and either
+chunk plan, the chunk traces), through `core/learning_flow.py`; so the CLI's embedded driver (embedded.py) and
+the sensor of a deployment (sensor.py) drive the same flow with the same run requests, and either
 can pick up where a stopped one left off.
 """
 
@@ -21,10 +21,10 @@ from datetime import datetime, timezone
 
 import dagster as dg
 
-from .core.learning_flow import FinishedStep, FlowStep, next_step
-from .core.storage import DatasetStore
-from .drop_runs import DROP_TAG, LEARNING_TAG, clean_job_name
-from .settings import DatasetSettings
+from ..cleaning.drop_runs import DROP_TAG, LEARNING_TAG, clean_job_name
+from ..core.learning_flow import FinishedStep, FlowStep, next_step
+from ..core.storage import DatasetStore
+from ..settings import DatasetSettings
 
 DATASET_TAG = "smolclean/dataset"
 WAVE_TAG = "smolclean/wave"

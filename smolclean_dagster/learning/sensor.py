@@ -17,12 +17,12 @@ import json
 
 import dagster as dg
 
-from .assets import LLM_POOL
-from .core.learning_flow import FlowStep
+from ..assets import LLM_POOL
+from ..cleaning.drop_runs import DROP_TAG, learning_sensor_name
+from ..core.learning_flow import FlowStep
+from ..settings import DatasetSettings
 from .drop_learning import lesson
-from .drop_runs import DROP_TAG, learning_sensor_name
-from .learning_runs import advance_learning, ensure_pool_limit, learning_starts, started
-from .settings import DatasetSettings
+from .runs import advance_learning, ensure_pool_limit, learning_starts, started
 
 #: Seconds between ticks. A tick is a few queries, and each step of a learning waits for one: a short interval
 #: keeps a learning's wall time close to its runs' own.

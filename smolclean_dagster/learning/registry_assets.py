@@ -10,30 +10,30 @@ from functools import partial
 import dagster as dg
 import pandas as pd
 
-from .asset_keys import DatasetKeys
-from .chunk_assets import REFERENCE_ROWS
-from .core.analysts.base import Usage
-from .core.analysts.rules import RulesAnalyst
-from .core.consolidate import consolidate
-from .core.errors import SmolcleanError
-from .core.export import write_module
-from .core.functions import CleaningFunction
-from .core.plan import ChunkPlan
-from .core.quality import ValidationReport, keep_what_agrees, keep_what_holds, validate_registry
-from .core.questions import ask_after_learning
-from .core.registry import Registry
-from .core.report import write_report
-from .core.shipped_tests import write_tests
-from .core.label_store import every_label
-from .core.labels import keep_what_labels_allow
-from .core.steps import ChunkTrace
-from .core.storage import DatasetStore
-from .drop_runs import DROP_TAG
-from .metadata import (consolidation_metadata, coverage_metadata, questions_metadata, registry_metadata,
+from ..asset_keys import DatasetKeys
+from ..cleaning.drop_runs import DROP_TAG
+from ..cleaning.module_versions import learning_run_metrics
+from ..core.analysts.base import Usage
+from ..core.analysts.rules import RulesAnalyst
+from ..core.consolidate import consolidate
+from ..core.errors import SmolcleanError
+from ..core.export import write_module
+from ..core.functions import CleaningFunction
+from ..core.label_store import every_label
+from ..core.labels import keep_what_labels_allow
+from ..core.plan import ChunkPlan
+from ..core.quality import ValidationReport, keep_what_agrees, keep_what_holds, validate_registry
+from ..core.questions import ask_after_learning
+from ..core.registry import Registry
+from ..core.report import write_report
+from ..core.shipped_tests import write_tests
+from ..core.steps import ChunkTrace
+from ..core.storage import DatasetStore
+from ..metadata import (consolidation_metadata, coverage_metadata, questions_metadata, registry_metadata,
                        validation_metadata)
-from .module_versions import learning_run_metrics
-from .resources import LLMResource, SandboxResource
-from .settings import DatasetSettings
+from ..resources import LLMResource, SandboxResource
+from ..settings import DatasetSettings
+from .chunk_assets import REFERENCE_ROWS
 
 #: The blocking checks on the validation report: a failing one stops the module from being exported.
 BLOCKING_CHECKS = (

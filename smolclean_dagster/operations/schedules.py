@@ -12,13 +12,13 @@ from pathlib import Path
 
 import dagster as dg
 
-from .assets import find_drop_file
-from .core.errors import SmolcleanError
-from .core.watch import FileState
-from .drop_runs import clean_request, current_module_version, latest_cleanings
-from .live_module import times_live
-from .partitions import drops_partitions
-from .settings import DatasetSettings
+from ..assets import find_drop_file
+from ..cleaning.drop_runs import clean_request, current_module_version, latest_cleanings
+from ..cleaning.live_module import times_live
+from ..core.errors import SmolcleanError
+from ..core.watch import FileState
+from ..partitions import drops_partitions
+from ..settings import DatasetSettings
 
 
 def build_reclean_schedule(s: DatasetSettings, clean_job: dg.UnresolvedAssetJobDefinition) -> dg.ScheduleDefinition:

@@ -2,7 +2,7 @@
 instance, each parallel wave's chunks on a local pool of worker processes.
 
 This is what `smolclean learn` and `smolclean demo` do. In a deployment (`smolclean ui`, Celery, Kubernetes) the
-same runs are submitted to the instance by the sensor `<name>_learning` instead (learning_sensor.py); both ask
+same runs are submitted to the instance by the sensor `<name>_learning` instead (sensor.py); both ask
 `learning_runs.advance_learning` which runs come next. Each chunk is its own run, so every chunk partition
 carries its own trace.
 """
@@ -27,27 +27,27 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from .assets import LLM_POOL
-from .core.analysts.client import use_local_price_map
-from .core.drops import drop_format, drop_key, read_drop
-from .core.errors import DropReadError, SmolcleanError
-from .core.export import module_filename
-from .core.instructions import ItemState, stop_reason
-from .core.label_store import forget_learning, save_labels
-from .core.labels import read_labels
-from .core.learning_flow import FlowStep
-from .core.plan import ChunkPlan
-from .core.quality import ValidationReport
-from .core.questions import Questions, load_questions
-from .core.steps import ChunkTrace, FinalStep
-from .core.storage import DatasetStore
-from .core.watch import FileState
-from .drop_runs import LEARNED_FROM_TAG
-from .factory import build_defs
-from .instance import workdir_instance
-from .learning_runs import ANALYSE_CHUNK, WAVE_TAG, Advance, advance_learning, ensure_pool_limit, new_learning_run_id
-from .partitions import drops_partitions
-from .settings import DatasetSettings, save_settings
+from ..assets import LLM_POOL
+from ..cleaning.drop_runs import LEARNED_FROM_TAG
+from ..core.analysts.client import use_local_price_map
+from ..core.drops import drop_format, drop_key, read_drop
+from ..core.errors import DropReadError, SmolcleanError
+from ..core.export import module_filename
+from ..core.instructions import ItemState, stop_reason
+from ..core.label_store import forget_learning, save_labels
+from ..core.labels import read_labels
+from ..core.learning_flow import FlowStep
+from ..core.plan import ChunkPlan
+from ..core.quality import ValidationReport
+from ..core.questions import Questions, load_questions
+from ..core.steps import ChunkTrace, FinalStep
+from ..core.storage import DatasetStore
+from ..core.watch import FileState
+from ..factory import build_defs
+from ..instance import workdir_instance
+from ..partitions import drops_partitions
+from ..settings import DatasetSettings, save_settings
+from .runs import ANALYSE_CHUNK, WAVE_TAG, Advance, advance_learning, ensure_pool_limit, new_learning_run_id
 
 if TYPE_CHECKING:
     from dagster._core.instance.ref import InstanceRef

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from .core.errors import SmolcleanError
-from .core.label_store import forget_learning
-from .core.questions import Option, Question, load_questions, save_questions
-from .core.storage import DatasetStore
-from .metadata import questions_metadata
-from .settings import DatasetSettings, add_instructions
+from ..core.errors import SmolcleanError
+from ..core.label_store import forget_learning
+from ..core.questions import Option, Question, load_questions, save_questions
+from ..core.storage import DatasetStore
+from ..metadata import questions_metadata
+from ..settings import DatasetSettings, add_instructions
 
 
 def answer_job_name(name: str) -> str:

@@ -11,24 +11,24 @@ import dagster as dg
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from .asset_keys import DatasetKeys
-from .core.analysts.asked import left_as_written
-from .core.drops import read_drop
-from .core.label_store import stored_labels
-from .core.labels import Labels
-from .core.errors import SmolcleanError
-from .core.instructions import open_items, split_instructions
-from .core.loop import ChunkWork, LoopSettings, clean_with, run_chunk
-from .core.plan import ChunkPlan, StepBudget, plan_chunks
-from .core.profile import Finding, detect_issues
-from .core.steps import ChunkTrace
-from .core.storage import DatasetStore
-from .core.validate import COST_ROWS
-from .drop_folder import find_drop_file
-from .metadata import findings_metadata, frame_preview, plan_metadata, trace_metadata
-from .partitions import chunks_partitions, drops_partitions
-from .resources import LLM_POOL, LLMResource, SandboxResource
-from .settings import DatasetSettings
+from ..asset_keys import DatasetKeys
+from ..core.analysts.asked import left_as_written
+from ..core.drops import read_drop
+from ..core.errors import SmolcleanError
+from ..core.instructions import open_items, split_instructions
+from ..core.label_store import stored_labels
+from ..core.labels import Labels
+from ..core.loop import ChunkWork, LoopSettings, clean_with, run_chunk
+from ..core.plan import ChunkPlan, StepBudget, plan_chunks
+from ..core.profile import Finding, detect_issues
+from ..core.steps import ChunkTrace
+from ..core.storage import DatasetStore
+from ..core.validate import COST_ROWS
+from ..drop_folder import find_drop_file
+from ..metadata import findings_metadata, frame_preview, plan_metadata, trace_metadata
+from ..partitions import chunks_partitions, drops_partitions
+from ..resources import LLM_POOL, LLMResource, SandboxResource
+from ..settings import DatasetSettings
 
 #: Most rows of a drop shown to the analyst for whole-column statistics (an even spread beyond that).
 REFERENCE_ROWS = 20_000

@@ -1,5 +1,5 @@
 """Sensors of a dataset: its drop folder, cleaned drops that fail their residual or entity check, its labels
-folder (corrected label samples), and the learning runs they start (learning_sensor.py).
+folder (corrected label samples), and the learning runs they start (learning/sensor.py).
 
 They are on by default (the residual one only with `learn_on_residual: auto`), so `smolclean ui` cleans
 new files and learns from new dirt and from corrections without anyone clicking. The rules for picking files up
@@ -12,13 +12,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from .asset_keys import DatasetKeys
-from .core.drops import drop_key
-from .core.errors import SettingsError, SmolcleanError
-from .core.labels import read_labels
-from .core.labels_folder import drop_of_label
-from .core.watch import FileState, WatchCursor, observe, probe_drop, scan_folder
-from .drop_runs import (
+from ..asset_keys import DatasetKeys
+from ..cleaning.drop_runs import (
     Cleaning,
     already_learned,
     clean_request,
@@ -30,12 +25,17 @@ from .drop_runs import (
     learning_request,
     learning_sensor_name,
 )
-from .instance import is_temporary, temporary_instance_warning
-from .learning_runs import learning_in_progress
-from .learning_sensor import build_learning_sensor
-from .live_module import times_live
-from .partitions import drops_partitions
-from .settings import DatasetSettings
+from ..cleaning.live_module import times_live
+from ..core.drops import drop_key
+from ..core.errors import SettingsError, SmolcleanError
+from ..core.labels import read_labels
+from ..core.labels_folder import drop_of_label
+from ..core.watch import FileState, WatchCursor, observe, probe_drop, scan_folder
+from ..instance import is_temporary, temporary_instance_warning
+from ..learning.runs import learning_in_progress
+from ..learning.sensor import build_learning_sensor
+from ..partitions import drops_partitions
+from ..settings import DatasetSettings
 
 
 def build_drop_folder_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinition:

@@ -7,20 +7,20 @@ module_version (module_versions.py: proposed or live) -> cleaned_data (per drop)
 
 import dagster as dg
 
-from .asset_keys import DatasetKeys
+from ..asset_keys import DatasetKeys
+from ..core.agreement import check_drop
+from ..core.apply import apply_module, read_module_version
+from ..core.errors import SmolcleanError
+from ..core.questions import load_questions
+from ..core.storage import DatasetStore
+from ..core.watch import FileState
+from ..drop_folder import find_drop_file
+from ..metadata import findings_metadata
+from ..partitions import drops_partitions
+from ..resources import SandboxResource
+from ..settings import DatasetSettings
 from .checks import agreement_metadata, cleaned_check_results, cleaned_check_specs
-from .core.agreement import check_drop
-from .core.apply import apply_module, read_module_version
-from .core.errors import SmolcleanError
-from .core.questions import load_questions
-from .core.storage import DatasetStore
-from .core.watch import FileState
-from .drop_folder import find_drop_file
 from .live_module import VERSION_TAG, CleanConfig, cleaning_module_for
-from .metadata import findings_metadata
-from .partitions import drops_partitions
-from .resources import SandboxResource
-from .settings import DatasetSettings
 
 
 def cleaned_data_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDefinition:

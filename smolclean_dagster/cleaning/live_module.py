@@ -8,12 +8,12 @@ from pathlib import Path
 
 import dagster as dg
 
-from .core.apply import read_module_version
-from .core.errors import SmolcleanError
-from .core.export import module_filename
-from .core.storage import DatasetStore
-from .core.versions import VersionStore
-from .settings import DatasetSettings
+from ..core.apply import read_module_version
+from ..core.errors import SmolcleanError
+from ..core.export import module_filename
+from ..core.storage import DatasetStore
+from ..core.versions import VersionStore
+from ..settings import DatasetSettings
 
 #: Run tag of a cleaning run: the module version that cleaned the drop.
 VERSION_TAG = "smolclean/module_version"

@@ -11,22 +11,22 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from .core.analysts.prompts import template_versions
-from .core.export import module_filename
-from .core.instructions import open_items, split_instructions
-from .core.quality import ValidationReport
-from .core.registry import Registry
-from .core.registry_changes import RegistryChanges, registry_changes
-from .core.shadow import latest_drops, shadow_check
-from .core.steps import ChunkTrace
-from .core.storage import DatasetStore
-from .core.trajectory import LearningMetrics, learning_metrics
-from .core.versions import AlreadyLive, ModuleVersion, VersionError, VersionHistory, VersionStore, why_not_promoted
+from ..core.analysts.prompts import template_versions
+from ..core.export import module_filename
+from ..core.instructions import open_items, split_instructions
+from ..core.quality import ValidationReport
+from ..core.registry import Registry
+from ..core.registry_changes import RegistryChanges, registry_changes
+from ..core.shadow import latest_drops, shadow_check
+from ..core.steps import ChunkTrace
+from ..core.storage import DatasetStore
+from ..core.trajectory import LearningMetrics, learning_metrics
+from ..core.versions import AlreadyLive, ModuleVersion, VersionError, VersionHistory, VersionStore, why_not_promoted
+from ..learning.runs import LEARNING_RUN_TAG
+from ..resources import SandboxResource
+from ..settings import DatasetSettings
 from .drop_runs import DROP_TAG
-from .learning_runs import LEARNING_RUN_TAG
 from .live_module import versions
-from .resources import SandboxResource
-from .settings import DatasetSettings
 
 #: Changes of state shown on the asset, newest first.
 HISTORY_ROWS = 20

@@ -3,7 +3,7 @@
 `<name>/label_sample` (per drop; materialized from the UI when you want to label a drop, never by a learning) writes
 the rows `core.labels.pick_rows` picks, as read, `_row` first, to `<workdir>/labels/<name>/to_label/`, named after
 the drop. Correct the cells that are wrong and save the file into `<workdir>/labels/<name>/` under the same name:
-the sensor `<name>_labels_folder` (sensors.py) then learns from the drop again, held to your corrections.
+the sensor `<name>_labels_folder` (operations/sensors.py) then learns from the drop again, held to your corrections.
 """
 
 # No `from __future__ import annotations`: Dagster reads the asset functions' type hints as classes.
@@ -11,13 +11,13 @@ the sensor `<name>_labels_folder` (sensors.py) then learns from the drop again, 
 import dagster as dg
 import pandas as pd
 
-from .asset_keys import DatasetKeys
-from .core.labels import ROW, write_label_sample
-from .core.labels_folder import TO_LABEL, sample_name
-from .drop_folder import find_drop_file
-from .metadata import frame_preview
-from .partitions import drops_partitions
-from .settings import DatasetSettings
+from ..asset_keys import DatasetKeys
+from ..core.labels import ROW, write_label_sample
+from ..core.labels_folder import TO_LABEL, sample_name
+from ..drop_folder import find_drop_file
+from ..metadata import frame_preview
+from ..partitions import drops_partitions
+from ..settings import DatasetSettings
 
 
 def label_sample_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDefinition:

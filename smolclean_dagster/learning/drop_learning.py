@@ -2,7 +2,7 @@
 
 Materializing `<name>/drop_learning` for a drop starts a learning run and returns at once: it records where
 the learning starts from (the registry, the drop's residual share) and tags its own run as the learning run.
-The sensor `<name>_learning` (learning_sensor.py) then submits the runs of the same flow as `smolclean learn`:
+The sensor `<name>_learning` (sensor.py) then submits the runs of the same flow as `smolclean learn`:
 the drop is read and chunked, each wave's chunks run side by side (one run per chunk partition, on whatever
 runs the deployment's steps: processes, Celery workers, Kubernetes pods), the registry is published, validated
 and re-exported, and the drop is cleaned again with the new module. When that is done, the sensor records what
@@ -21,21 +21,21 @@ from pathlib import Path
 import dagster as dg
 from pydantic import BaseModel, ConfigDict
 
-from .assets import find_drop_file
-from .core.errors import SmolcleanError
-from .core.export import module_filename
-from .core.label_store import forget_learning, save_labels
-from .core.labels import read_labels
-from .core.plan import ChunkPlan
-from .core.quality import ValidationReport
-from .core.registry import Registry
-from .core.registry_changes import registry_changes
-from .core.storage import DatasetStore
-from .drop_runs import (DROP_TAG, LABELS_TAG, LEARNING_TAG, cleaned_key, latest_cleaning, learning_key,
+from ..assets import find_drop_file
+from ..cleaning.drop_runs import (DROP_TAG, LABELS_TAG, LEARNING_TAG, cleaned_key, latest_cleaning, learning_key,
                         learning_sensor_name)
-from .learning_runs import LEARNING_RUN_TAG, learning_in_progress
-from .partitions import drops_partitions
-from .settings import DatasetSettings
+from ..core.errors import SmolcleanError
+from ..core.export import module_filename
+from ..core.label_store import forget_learning, save_labels
+from ..core.labels import read_labels
+from ..core.plan import ChunkPlan
+from ..core.quality import ValidationReport
+from ..core.registry import Registry
+from ..core.registry_changes import registry_changes
+from ..core.storage import DatasetStore
+from ..partitions import drops_partitions
+from ..settings import DatasetSettings
+from .runs import LEARNING_RUN_TAG, learning_in_progress
 
 #: Where the start of each learning run is stored (one record per learning run).
 STARTS = "learning_starts"

@@ -11,10 +11,10 @@ import warnings
 
 import dagster as dg
 
-from .core.agreement import CHECK_ROWS, AgreementReport, describe
-from .core.apply import ApplyResult
-from .core.questions import Question, Questions, questions_behind
-from .metadata import findings_metadata
+from ..core.agreement import CHECK_ROWS, AgreementReport, describe
+from ..core.apply import ApplyResult
+from ..core.questions import Question, Questions, questions_behind
+from ..metadata import findings_metadata
 
 ROWS_PRESERVED = "rows_preserved"
 RESIDUAL_ISSUES = "residual_issues"

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from .core.watch import FileState
+from ..core.watch import FileState
+from ..settings import DatasetSettings
 from .live_module import live_version, times_live
-from .settings import DatasetSettings
 
 #: Every run that starts a learning of a dataset carries this tag (value: the dataset), so only one runs at a time.
 LEARNING_TAG = "smolclean/learning"

@@ -1,0 +1,1 @@
+"""What starts the runs of both flows: the sensors (drop folder, residual dirt, labels folder) and the schedules."""
