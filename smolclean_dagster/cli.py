@@ -243,7 +243,7 @@ def _learn_settings(args: argparse.Namespace):
 
 
 def _apply(args: argparse.Namespace) -> int:
-    from .core.apply import apply_module, read_module_version
+    from .core.apply import apply_module, read_registry_revision
     from .sandbox import Sandbox
 
     if args.name is not None:
@@ -262,8 +262,8 @@ def _apply(args: argparse.Namespace) -> int:
         which = str(args.module)
     if not args.module.is_file():
         raise SmolcleanError(f"{args.module}: no such module file")
-    registry_version = read_module_version(args.module.read_text(encoding="utf-8"))
-    print(f"module: {which} ({args.module}, registry version {registry_version if registry_version is not None else 'unknown'})")
+    revision = read_registry_revision(args.module.read_text(encoding="utf-8"))
+    print(f"module: {which} ({args.module}, registry revision {revision if revision is not None else 'unknown'})")
     # Not `with Sandbox()`: that starts a pool worker, and apply only uses its own batch workers.
     sandbox = Sandbox()
     try:

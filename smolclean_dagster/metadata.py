@@ -133,7 +133,7 @@ def plan_metadata(plan: ChunkPlan) -> dict[str, dg.MetadataValue]:
 
 
 def registry_metadata(registry: Registry, previous: Registry | None) -> dict[str, dg.MetadataValue]:
-    """The registry's functions, and what changed since the last published version."""
+    """The registry's functions (with its revision), and what changed since the last published revision."""
     rows = ["| # | function | columns | from chunk | analyst | what it fixes |", "|---|---|---|---|---|---|"]
     for i, e in enumerate(registry.entries, 1):
         f = e.function
@@ -148,7 +148,7 @@ def registry_metadata(registry: Registry, previous: Registry | None) -> dict[str
         f"- {n}" + (f" (merged into {merged_into[n]})" if n in merged_into else "") for n in sorted(before - after)
     ]
     return {
-        "version": dg.MetadataValue.int(registry.version),
+        "registry_revision": dg.MetadataValue.int(registry.version),
         "functions": dg.MetadataValue.int(len(registry.entries)),
         "registry": dg.MetadataValue.md("\n".join(rows)),
         "diff": dg.MetadataValue.md("```diff\n" + ("\n".join(diff) or "(no change)") + "\n```"),

@@ -88,6 +88,8 @@ def test_apply_cleans_in_batches_in_the_sandbox(learned, tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "4 batch(es)" in proc.stdout
+    revision = next(line for line in module.read_text().splitlines() if line.startswith("Registry revision: "))
+    assert f"({module}, registry revision {revision.split(': ')[1]})" in proc.stdout
     cleaned = pd.read_parquet(out)
     assert cleaned["ref"].tolist() == [f"S{i:04d}" for i in range(180)]
 

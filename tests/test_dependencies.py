@@ -310,3 +310,21 @@ def test_a_number_far_from_its_keys_usual_one_is_the_items_own_and_stays():
     fixed = dependencies.repair(df, learned)
     assert fixed.loc[3, "ounces"] == "16.9" and fixed.loc[12, "city"] == "Springtown 1"
     assert rules_function(df)(df).equals(fixed)
+
+
+def test_tables_of_hundreds_of_keys_are_written_compactly_and_repair_as_the_reference_does():
+    # 300 facilities: code -> state (8 states) is written grouped by state, code -> zip packed several to a line
+    drop = facilities(11, [f"FACILITY {k}" for k in range(300)])
+    rows = np.random.default_rng(2).choice(len(drop), 12, replace=False)
+    for n, i in enumerate(rows):
+        column = "zip" if n % 2 else "state"
+        drop.loc[i, column] = drop.loc[i, column][:-1] + "x"
+    proposal = RulesAnalyst().propose(AnalysisRequest(dataset="f", chunk_id="c0", step=1, chunk=drop.head(50),
+                                                      reference=drop))
+    fn = proposal.function
+    assert fn is not None and fn.name == "repair_dependencies_state_zip"
+    check_function(fn.code)
+    assert "'MN': (" in fn.code and len(fn.code.splitlines()) < 300, "the 600 table entries one per line"
+    out = load(fn)(drop)
+    assert out.equals(dependencies.repair(drop, dependencies.learn(drop)))
+    assert (out != drop).sum().sum() == len(rows)

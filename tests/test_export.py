@@ -42,6 +42,7 @@ def registry() -> Registry:
 def test_module_has_header_imports_functions_in_order_and_clean():
     src = render_module(registry())
     assert src.startswith('"""Cleaning module for dataset \'people\'')
+    assert f"\nRegistry revision: {registry().version}\n" in src  # the registry's counter, not an approved version
     assert src.index("import pandas as pd") < src.index("def strip_city")
     assert src.count("\nimport re\n") == 1  # once among the module's imports (the reader's own are in `__main__`)
     assert src.index("def strip_city") < src.index("def null_tokens_age") < src.index("def clean(")

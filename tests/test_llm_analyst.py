@@ -48,6 +48,7 @@ STRIP_NAME = '''def strip_name(df):
 '''
 
 CLEAN = "<issues>\n</issues>\n<status>clean</status>"
+INSTRUCTIONS = "1. amounts as plain numbers\n2. cities in title case"
 
 
 def fenced(code: str, *, issues: str = "- spend: dollar signs in amounts", status: str = "needs_more_work") -> str:
@@ -150,6 +151,44 @@ def test_a_scripted_conversation_learns_a_module_and_a_rerun_is_served_from_the_
     assert [f.code for f in rerun_store.load().functions] == [f.code for f in store.load().functions]
 
 
+def test_one_reply_sends_every_function_the_chunk_needs_and_a_clean_status_ends_the_chunk(llm, tmp_path, people,
+                                                                                             sandbox):
+    # both functions and "clean" in one reply: judged in order as two steps, and no second call
+    llm.add(reply("<issues>\n- spend: dollar signs\n- city: case variants\n</issues>\n"
+                  f"<code>\n```python\n{SPEND}```\n</code>\n<serves>1</serves>\n"
+                  f"<code>\n```python\n{CITY}```\n</code>\n<serves>2</serves>\n<status>clean</status>"))
+    store = RegistryStore(tmp_path / "registry.json", "people")
+    settings = LoopSettings(max_steps=5, instructions=INSTRUCTIONS, items=split_instructions(INSTRUCTIONS))
+    steps = list(run_chunk(chunk_work(people), analyst(llm, tmp_path), store, sandbox, settings))
+
+    assert len(llm.requests) == 1
+    verdicts = [s for s in steps if isinstance(s, VerdictStep)]
+    assert [(v.function_name, v.accepted, v.serves) for v in verdicts] == [("parse_spend", True, (1,)),
+                                                                           ("unify_city_case", True, (2,))]
+    assert isinstance(steps[-1], FinalStep) and steps[-1].reason == "clean"
+    assert [i.state for i in steps[-1].items] == ["served", "served"]
+    assert [e.function.name for e in store.load().entries] == ["parse_spend", "unify_city_case"]
+
+
+def test_a_function_of_a_reply_sent_back_leaves_the_others_and_the_next_prompt_gives_every_verdict(llm, tmp_path,
+                                                                                                   people, sandbox):
+    drops_rows = SPEND.replace("return df", "return df.iloc[1:]")  # drops a row: sent back on its own
+    llm.add(reply("<issues>\n- spend: dollar signs\n- city: case variants\n</issues>\n"
+                  f"<code>\n```python\n{drops_rows}```\n</code>\n<serves>1</serves>\n"
+                  f"<code>\n```python\n{CITY}```\n</code>\n<serves>2</serves>\n<status>clean</status>"),
+            reply(fenced(SPEND) + "\n<serves>1</serves>".replace("needs_more_work", "clean")), reply(CLEAN))
+    store = RegistryStore(tmp_path / "registry.json", "people")
+    settings = LoopSettings(max_steps=6, instructions=INSTRUCTIONS, items=split_instructions(INSTRUCTIONS))
+    steps = list(run_chunk(chunk_work(people), analyst(llm, tmp_path), store, sandbox, settings))
+
+    verdicts = [(s.function_name, s.accepted) for s in steps if isinstance(s, VerdictStep)]
+    assert verdicts[:2] == [("parse_spend", False), ("unify_city_case", True)]
+    assert ("parse_spend", True) in verdicts[2:]
+    # a rejection keeps the chunk going though the reply said clean, and the model reads it in its next prompt
+    assert "function parse_spend was rejected" in llm.requests[1].prompt
+    assert "unify_city_case" in llm.requests[1].prompt
+
+
 def test_a_truncated_reply_is_fed_back_in_the_next_request_and_uses_a_step(llm, tmp_path, people, sandbox):
     cut = fenced(CITY)[:120]
     llm.add(reply(cut, finish_reason="length"), reply(fenced(CITY, issues="- city: case variants")), reply(CLEAN))
@@ -160,7 +199,7 @@ def test_a_truncated_reply_is_fed_back_in_the_next_request_and_uses_a_step(llm, 
     assert isinstance(first, ProposalStep) and first.function_name is None
     second_prompt = llm.requests[1].prompt
     assert "your reply could not be used" in second_prompt
-    assert "cut off" in second_prompt and "4096 tokens" in second_prompt
+    assert "cut off" in second_prompt and "8192 tokens" in second_prompt
     assert [s.function_name for s in steps if isinstance(s, VerdictStep) and s.accepted] == ["unify_city_case"]
     assert steps[-1].reason == "clean" and steps[-1].step == 3
 

@@ -106,7 +106,7 @@ def test_a_file_copied_into_the_drop_folder_is_cleaned_while_the_ui_runs(tmp_pat
                                'assetMaterializations(partitions: ["april.csv"], limit: 1) { partition '
                                'metadataEntries { label } } } } }')["assetOrError"]
         [mat] = asset["assetMaterializations"]
-        assert {"output", "module_version", "residual_share"} <= {e["label"] for e in mat["metadataEntries"]}
+        assert {"output", "registry_revision", "residual_share"} <= {e["label"] for e in mat["metadataEntries"]}
     finally:
         stop_group(proc)
         log.close()

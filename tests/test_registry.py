@@ -109,7 +109,7 @@ def test_a_merge_that_keeps_a_name_is_reported_as_a_changed_function_not_as_noth
     text = changes.markdown()
     assert "- changed `strip_whitespace` (carrier, status)" in text
     assert "- removed `upper_city` (merged into `strip_whitespace`)" in text
-    assert registry_changes(after, after).markdown() == "No change: the module is the same as before (registry version 4)."
+    assert registry_changes(after, after).markdown() == "No change: the module is the same as before (registry revision 4)."
 
 
 def test_a_wave_publishes_the_same_registry_whichever_of_its_chunks_accepted_first(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from smolclean_dagster.core.analysts.replies import ReplyError, parse_analysis_reply, parse_merge_reply
+from smolclean_dagster.core.analysts.replies import MAX_FUNCTIONS, ReplyError, parse_analysis_reply, parse_merge_reply
 
 CODE = '''import re
 
@@ -131,3 +131,23 @@ def unify_languages(df: pd.DataFrame) -> pd.DataFrame:
     reply = parse_analysis_reply(f"<code>\n```python\n{code}```\n</code>\n<status>needs_more_work</status>",
                                  columns=["id", "language"])
     assert reply.function.columns == ("language",), "the function never touches `id`"
+
+
+def test_a_reply_sends_several_functions_each_with_the_items_it_serves():
+    second = CODE.replace("def ", "def other_", 1)
+    text = (f"<issues>\n- notes: two problems\n</issues>\n<code>\n{CODE}</code>\n<serves>1</serves>\n"
+            f"<code>\n{second}</code>\n<serves>2, 3</serves>\n<declined>\n- 4: needs other rows\n</declined>\n"
+            "<status>clean</status>")
+    reply = parse_analysis_reply(text, columns=COLUMNS)
+    assert reply.function.code.strip() == CODE.strip() and reply.serves == (1,)
+    assert [(f.name, served) for f, served in reply.more] == [(reply.more[0][0].name, (2, 3))]
+    assert reply.more[0][0].name.startswith("other_") and reply.status == "clean"
+    assert [d.number for d in reply.declines] == [4]
+
+
+def test_two_functions_of_one_name_or_too_many_functions_are_sent_back():
+    with pytest.raises(ReplyError, match="two functions named"):
+        parse_analysis_reply(f"<code>\n{CODE}</code>\n<code>\n{CODE}</code>", columns=COLUMNS)
+    many = "\n".join(f"<code>\n{CODE.replace('def ', f'def f{i}_', 1)}</code>" for i in range(MAX_FUNCTIONS + 1))
+    with pytest.raises(ReplyError, match=f"at most {MAX_FUNCTIONS}"):
+        parse_analysis_reply(many, columns=COLUMNS)

@@ -15,7 +15,7 @@ from smolclean_dagster import DatasetSettings, build_defs
 from smolclean_dagster.core.export import module_filename
 from smolclean_dagster.core.storage import DatasetStore
 from smolclean_dagster.core.watch import FileState, probe_drop
-from smolclean_dagster.cleaning.drop_runs import LEARNED_FROM_TAG
+from smolclean_dagster.cleaning.drop_runs import LEARNED_FROM_TAG, latest_cleanings
 
 from learning_ticks import Daemon, drive_learning
 from test_apply import MODULE
@@ -42,10 +42,10 @@ class Folder:
         if module:
             self.write_module(3)
 
-    def write_module(self, version: int) -> None:
+    def write_module(self, revision: int) -> None:
         path = self.settings.module_dir / module_filename(NAME)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(MODULE.replace("Registry version: 3", f"Registry version: {version}"), encoding="utf-8")
+        path.write_text(MODULE.replace("Registry revision: 3", f"Registry revision: {revision}"), encoding="utf-8")
 
     def tick(self, sensor: str = "drop_folder") -> dg.SensorResult:
         name = f"{NAME}_{sensor}"
@@ -169,7 +169,7 @@ def test_the_cleaning_run_writes_the_drop_and_its_checks(folder, instance):
     assert cleaned["id"].tolist() == [f"P{i:03d}" for i in range(120)] and set(cleaned["city"]) == {"Oslo"}
     mat = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=CLEANED, asset_partitions=["june.csv"]),
                                           limit=1).records[0].asset_materialization
-    assert mat.metadata["module_version"].value == 3
+    assert mat.metadata["registry_revision"].value == 3 and "module_version" not in mat.metadata
     assert mat.metadata["rows_out"].value == 120 and mat.metadata["residual_passed"].value is True
     for check in ("rows_preserved", "residual_issues"):
         key = dg.AssetCheckKey(CLEANED, check)
@@ -225,19 +225,22 @@ def test_without_a_module_files_wait_or_teach_the_agent(settings, instance):
     assert later.job_name == f"{NAME}_clean_drop" and later.partition_key == "b.csv"
 
 
-def _cleaning(instance, drop: Path, *, version: int, passed: bool) -> None:
+def _cleaning(instance, drop: Path, *, revision: int, passed: bool, key: str = "registry_revision",
+              version: int = -1) -> None:
+    """Record a cleaning of `drop` by the module of registry revision `revision` (under the metadata `key`), of
+    approved version `version` (-1: a module from before versions)."""
     instance.add_dynamic_partitions(f"{NAME}_drops", [drop.name])
     instance.report_runless_asset_event(dg.AssetMaterialization(
         asset_key=CLEANED, partition=drop.name,
-        metadata={"module_version": version, "residual_passed": passed, "residual_share": 0.3 if not passed else 0.0,
-                  "source_fingerprint": FileState.of(drop).fingerprint},
+        metadata={key: revision, "version": version, "residual_passed": passed,
+                  "residual_share": 0.3 if not passed else 0.0, "source_fingerprint": FileState.of(drop).fingerprint},
     ))
 
 
 def test_a_failing_residual_check_asks_the_agent_to_learn_from_that_drop_once(folder, instance):
     dirty, fine = folder.put("dirty.csv"), folder.put("fine.csv")
-    _cleaning(instance, fine, version=3, passed=True)
-    _cleaning(instance, dirty, version=3, passed=False)
+    _cleaning(instance, fine, revision=3, passed=True)
+    _cleaning(instance, dirty, revision=3, passed=False)
     [request] = folder.tick("learn_on_residual").run_requests
     assert request.job_name == f"{NAME}_learn_from_drop" and request.partition_key == "dirty.csv"
     assert not folder.tick("learn_on_residual").run_requests  # the cursor moved on
@@ -252,29 +255,44 @@ def test_a_failing_residual_check_asks_the_agent_to_learn_from_that_drop_once(fo
         noop()
 
     learned.execute_in_process(instance=instance, tags=request.tags)
-    _cleaning(instance, dirty, version=3, passed=False)
+    _cleaning(instance, dirty, revision=3, passed=False)
     assert not folder.tick("learn_on_residual").run_requests
 
 
-def test_a_drop_cleaned_by_an_older_module_is_cleaned_again_before_learning(folder, instance):
+def test_a_drop_cleaned_by_an_older_module_is_cleaned_again_before_learning(folder, instance, capfd):
     dirty = folder.put("dirty.csv")
-    _cleaning(instance, dirty, version=2, passed=False)
+    _cleaning(instance, dirty, revision=2, passed=False)
     [request] = folder.tick("learn_on_residual").run_requests
     assert request.job_name == f"{NAME}_clean_drop" and request.run_key.endswith(":v3")
+    # the tick's log says which number it means: a module from before versions has a registry revision only
+    log = capfd.readouterr().err
+    assert "dirty.csv: cleaned by registry revision 2, cleaning it again with the live registry revision 3" in log
 
 
 def test_the_schedule_cleans_again_the_drops_an_older_module_made(folder, instance):
     old, current, gone = folder.put("old.csv"), folder.put("current.csv"), folder.put("gone.csv")
-    _cleaning(instance, old, version=2, passed=True)
-    _cleaning(instance, current, version=3, passed=True)
-    _cleaning(instance, gone, version=1, passed=True)
+    _cleaning(instance, old, revision=2, passed=True)
+    _cleaning(instance, current, revision=3, passed=True)
+    _cleaning(instance, gone, revision=1, passed=True)
     gone.unlink()
     schedule = folder.defs.resolve_schedule_def(f"{NAME}_reclean_stale")
     requests = schedule(dg.build_schedule_context(instance=instance))
     assert [(r.partition_key, r.run_key) for r in requests] == [
         ("old.csv", f"clean:old.csv@{FileState.of(old).fingerprint}:v3")]
-    _cleaning(instance, old, version=3, passed=True)
-    assert isinstance(schedule(dg.build_schedule_context(instance=instance)), dg.SkipReason)
+    _cleaning(instance, old, revision=3, passed=True)
+    skip = schedule(dg.build_schedule_context(instance=instance))
+    assert skip.skip_message == f"every cleaned drop of {NAME!r} was made by registry revision 3"
+
+
+def test_cleanings_recorded_before_the_revision_had_its_name_are_not_all_cleaned_again(folder, instance):
+    """Metadata from an older release calls the registry revision `module_version`: it still counts."""
+    current, old = folder.put("current.csv"), folder.put("old.csv")
+    _cleaning(instance, current, revision=3, passed=True, key="module_version", version=1)
+    _cleaning(instance, old, revision=2, passed=True, key="module_version")
+    schedule = folder.defs.resolve_schedule_def(f"{NAME}_reclean_stale")
+    assert [r.partition_key for r in schedule(dg.build_schedule_context(instance=instance))] == ["old.csv"]
+    assert [c.module for c in latest_cleanings(instance, NAME)] == ["version 1 (registry revision 3)",
+                                                                    "registry revision 2"]
 
 
 def test_sensors_and_schedule_are_on_by_default(folder):
@@ -310,7 +328,7 @@ def _shipments(path: Path, start: int, *, status: bool) -> Path:
 def test_new_dirt_in_a_drop_teaches_the_agent_a_new_module_version(tmp_path, instance):
     """The whole loop in-process: learn, a drop with dirt the module never saw, its residual check fails,
     the agent learns from it, the drop is cleaned again and passes, and the schedule re-cleans the first drop."""
-    from smolclean_dagster.core.apply import read_module_version
+    from smolclean_dagster.core.apply import read_registry_revision
     from smolclean_dagster.learning.embedded import learn
 
     # promote: auto within its limit: the version learned from the drop goes live on its own (its shadow check
@@ -319,7 +337,7 @@ def test_new_dirt_in_a_drop_teaches_the_agent_a_new_module_version(tmp_path, ins
                                promote="auto", promote_max_changed_share=0.5)
     first = learn(settings, _shipments(tmp_path / "march.csv", 0, status=False), instance)
     module = first.module
-    version = read_module_version(module.read_text())
+    revision = read_registry_revision(module.read_text())
     defs = build_defs(settings)
     daemon = Daemon(defs, instance)
     tick, run = daemon.tick, daemon.run
@@ -337,13 +355,13 @@ def test_new_dirt_in_a_drop_teaches_the_agent_a_new_module_version(tmp_path, ins
     names_before = {e.function.name for e in DatasetStore(settings.storage_dir, "shipments").registry.load().entries}
     run(teach)  # starts the learning run; the sensor `shipments_learning` submits its runs
     drive_learning(defs, instance, "shipments")
-    new_version = read_module_version(module.read_text())
-    assert new_version > version and "status" in module.read_text()
+    new_revision = read_registry_revision(module.read_text())
+    assert new_revision > revision and "status" in module.read_text()
     lesson = instance.fetch_materializations(dg.AssetKey(["shipments", "drop_learning"]), limit=1).records[0]
     md = lesson.asset_materialization.metadata
     assert md["residual_share_after"].value < md["residual_share_before"].value
     # The metadata tells what really happened to the module: versions and every function added or removed.
-    assert (md["registry_version_before"].value, md["registry_version_after"].value) == (version, new_version)
+    assert (md["registry_revision_before"].value, md["registry_revision_after"].value) == (revision, new_revision)
     names_after = {e.function.name for e in DatasetStore(settings.storage_dir, "shipments").registry.load().entries}
     assert md["functions_added"].value == len(names_after - names_before) >= 1
     assert md["functions_removed"].value == len(names_before - names_after)
@@ -358,4 +376,4 @@ def test_new_dirt_in_a_drop_teaches_the_agent_a_new_module_version(tmp_path, ins
 
     schedule = defs.resolve_schedule_def("shipments_reclean_stale")
     [again] = schedule(dg.build_schedule_context(instance=instance))
-    assert again.partition_key == "march.csv" and again.run_key.endswith(f":v{new_version}")
+    assert again.partition_key == "march.csv" and again.run_key.endswith(f":v{new_revision}")

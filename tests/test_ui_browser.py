@@ -63,7 +63,8 @@ def _serving(workdir: Path, tmp_path: Path, asset: list[str]):
             except OSError:
                 pass
             assert server.poll() is None, "smolclean ui exited: " + (tmp_path / "ui.log").read_text()[-2000:]
-            assert time.monotonic() < deadline, "the UI did not serve the assets within 150 s"
+            assert time.monotonic() < deadline, ("the UI did not serve the assets within 150 s: "
+                                                 + (tmp_path / "ui.log").read_text()[-2000:])
             time.sleep(1)
         # Without this the UI greets localhost visitors with a "join the community" modal over every page.
         assert _graphql(port, "mutation { setNuxSeen }")["data"]["setNuxSeen"] is True
@@ -141,7 +142,7 @@ def test_the_ui_shows_graph_traces_module_and_checks(ui, tmp_path: Path):
             # The exported module: its code on the asset page ...
             page.goto(f"{base}/assets/people/cleaning_module", wait_until="networkidle")
             text = page.inner_text("body")
-            assert "clean_people.py" in text and "registry_version" in text
+            assert "clean_people.py" in text and "registry_revision" in text
             code = _open_markdown(page, "code")
             page.screenshot(path=shots / "5-module-code.png")
             assert "def clean(" in code and "FUNCTIONS" in code
@@ -161,17 +162,44 @@ def test_the_ui_shows_graph_traces_module_and_checks(ui, tmp_path: Path):
     assert all(p.stat().st_size > 10_000 for p in shots.glob("*.png")) and len(list(shots.glob("*.png"))) == 6
 
 
+def _shipments_with_open_conventions(path: Path, start: int, *, status: bool) -> Path:
+    """`_shipments`, with columns whose conventions the file leaves open (as in test_questions.py): a quantity
+    written "12 oz" on three rows in five and "12" on the others, and "N/A" for a missing email or phone on many
+    rows beside empty cells. Learning with no instructions leaves them as written and asks about them."""
+    lines = _shipments(path, start, status=status).read_text(encoding="utf-8").splitlines()
+    rows = [lines[0] + ",quantity,email,phone"]
+    for i, line in enumerate(lines[1:], start):
+        size = (6, 8, 12, 16, 24)[i % 5]
+        email = "N/A" if i % 6 == 1 else "" if i % 11 == 2 else f"desk{i}@example.com"
+        phone = "N/A" if i % 7 == 3 else "" if i % 13 == 4 else f"555-{i:04d}"
+        rows.append(f"{line},{f'{size} oz' if i % 5 < 3 else size},{email},{phone}")
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def _metadata_value(page, label: str) -> str:
+    """The text of metadata entry `label`'s row on an asset's overview (key, timestamp, value)."""
+    row = page.locator("tr").filter(has=page.locator("td", has_text=re.compile(rf"^\s*{label}\s*$"))).first
+    row.wait_for()
+    return " ".join(row.inner_text().split())
+
+
 def test_the_ui_shows_a_proposed_versions_diff(tmp_path: Path):
-    """Learning twice proposes version 2; its page shows it proposed, with the cells it would change."""
+    """Learning twice proposes version 2; its page shows it proposed, with the cells it would change, waiting for
+    approval and why (also as its warning check); the module's page shows the questions learning asked."""
     from playwright.sync_api import sync_playwright
 
     workdir = tmp_path / "work"
     for month, start, status in (("march", 0, False), ("april", 1000, True)):
-        proc = subprocess.run([*SMOLCLEAN, "learn", str(_shipments(tmp_path / f"{month}.csv", start, status=status)),
-                               "--name", "shipments", "--workdir", str(workdir), "--chunk-budget", "2",
-                               "--concurrency", "1"], capture_output=True, text=True, timeout=300)
+        drop = _shipments_with_open_conventions(tmp_path / f"{month}.csv", start, status=status)
+        proc = subprocess.run([*SMOLCLEAN, "learn", str(drop), "--name", "shipments", "--workdir", str(workdir),
+                               "--chunk-budget", "2", "--concurrency", "1"], capture_output=True, text=True,
+                              timeout=300)
         assert proc.returncode == 0, proc.stderr
-    shot = tmp_path / "shadow-diff.png"
+    assert "version: 2, proposed" in proc.stdout and "questions: " in proc.stdout, proc.stdout
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    waits = "version 2: promote is 'manual' (the default): every new version waits for a person to review its diff"
     with _serving(workdir, tmp_path, ["shipments", "module_version"]) as base, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=60_000)
         try:
@@ -179,12 +207,51 @@ def test_the_ui_shows_a_proposed_versions_diff(tmp_path: Path):
             page.set_default_timeout(30_000)
             page.goto(f"{base}/assets/shipments/module_version", wait_until="networkidle")
             page.get_by_text("before (live)").first.wait_for()  # the diff table is short: rendered inline
-            page.screenshot(path=shot)
+            page.screenshot(path=shots / "1-shadow-diff.png")
             text = page.inner_text("body")
             assert "proposed" in text and "shadow_changed_share" in text
             diff = text[text.index("shadow_diff"):text.index("shadow_cells")]
             assert "cleaned differently than by live version 1" in diff and "after (proposed)" in diff
             assert re.search(r'status\s+"Lost "\s+"Lost"', diff)  # a cell before -> after, per function
+            # The latest materialization is the versions' state: 1 live, 2 proposed and waiting, and why.
+            assert _metadata_value(page, "state").endswith(" proposed")
+            assert _metadata_value(page, "live_version").endswith(" 1")
+            assert _metadata_value(page, "waiting_for_approval").endswith(waits)
+
+            # Its check warns while version 2 waits: why, and how to approve it.
+            page.goto(f"{base}/assets/shipments/module_version?view=checks", wait_until="networkidle")
+            page.get_by_text("Latest execution").first.wait_for()
+            page.get_by_text("version 2 waits for approval").first.wait_for()
+            page.screenshot(path=shots / "2-approval-check.png")
+            text = page.inner_text("body")
+            assert "nothing_awaits_approval" in text and "non-blocking" in text
+            assert "version 2 waits for approval: promote is 'manual' (the default)" in text
+            assert "launch the job shipments_approve_version with version: 2, or run `smolclean approve shipments 2`" in text
+            # failed with severity WARN: Dagster shows "Failed" in a yellow tag with a warning icon, not an error's
+            result = page.locator("div").filter(has=page.get_by_text("Evaluation result", exact=True)).last
+            assert result.locator("[role=img][aria-label^=warning]").count() == 1, result.inner_html()
+            assert "Failed" in result.inner_text()
+
+            # The questions the learning ended with: what is open, with counts, and the options, with the cells
+            # each changes and the instruction it becomes.
+            page.goto(f"{base}/assets/shipments/cleaning_module", wait_until="networkidle")
+            page.get_by_text("questions_open").first.wait_for()
+            assert int(_metadata_value(page, "questions_open").split()[-1]) >= 2
+            questions = " ".join(_open_markdown(page, "questions").split())
+            page.screenshot(path=shots / "3-questions.png")
+            assert ("\"No value\" is written out in columns 'email' and 'phone' and left as written: "
+                    "'email': 'N/A' on 25 rows beside 11 empty cells; 'phone': 'N/A' on 21 rows beside 10 empty "
+                    "cells. Which way should the module write a missing value?") in questions, questions
+            assert ("1) write them as empty cells (a real null) (46): \"Write 'N/A' as empty in columns 'email' "
+                    "and 'phone'.\"") in questions
+            assert "2) keep them as written (0): \"Keep 'N/A' as written in columns 'email' and 'phone'.\"" in questions
+            assert "Column 'quantity' writes 'oz' on 90 numbers (e.g. '12 oz'" in questions
+            assert "and no unit on 60 (e.g. " in questions
+            assert ("1) write the numbers without their unit (90): \"Write the numbers of column 'quantity' "
+                    "without their unit ('oz').\"") in questions
+            assert "2) keep them as written (0): \"Keep the numbers of column 'quantity' as written" in questions
+            assert re.search(r"\bopen\b", questions) and "Answer with the job shipments_answer" in questions
+            _close_dialog(page)
         finally:
             browser.close()
-    assert shot.stat().st_size > 10_000
+    assert all(p.stat().st_size > 10_000 for p in shots.glob("*.png")) and len(list(shots.glob("*.png"))) == 3

@@ -285,3 +285,69 @@ def test_promote_auto_lets_a_version_go_live_only_within_its_limit_with_nothing_
     assert why_not_promoted(validation_passed=False, open_items=(), shadow=small, limit=0.05) == "validation failed"
     failing = ShadowDiff(live_version=1, cells=1000, changed=0, failures=("may.csv: FunctionFailed: no",))
     assert why_not_promoted(validation_passed=True, open_items=(), shadow=failing, limit=0.5) is not None
+
+
+def test_the_learning_run_table_counts_the_items_the_instructions_summary_counts(tmp_path):
+    """With the rules analyst (it reads no instructions), report.md's "Learning run" table counts the items served
+    and open as the summary of the instructions above it does, not 0 / 0 / 0."""
+    from types import SimpleNamespace
+
+    from smolclean_dagster.cleaning.module_versions import learning_run_metrics
+    from smolclean_dagster.core.functions import CleaningFunction
+    from smolclean_dagster.core.quality import ValidationReport
+    from smolclean_dagster.core.registry import Provenance, RegistryEntry
+    from smolclean_dagster.core.report import render_report
+
+    settings = DatasetSettings(name="people", workdir=tmp_path,
+                               instructions="- strip the spaces around city\n- translate the notes to French")
+    assert not settings.reads_instructions
+    registry = Registry(dataset="people").with_entry(RegistryEntry(
+        function=CleaningFunction.from_code(STRIP, columns=["city"]), serves=("strip the spaces around city",),
+        provenance=Provenance(drop="people.csv", chunk="c", step=1, analyst="rules")))
+    validation = ValidationReport(dataset="people", registry_version=registry.version, holdout_rows=0, cells_changed=0,
+                                  checks=(), quality=())
+    export_run = SimpleNamespace(run=SimpleNamespace(tags={}))  # an export outside a learning run: no traces
+    metrics = learning_run_metrics(export_run, settings, registry, validation)
+    report = render_report(registry, None, items=registry.items_for(settings.instructions),
+                           reads_instructions=settings.reads_instructions, metrics=metrics)
+    assert "2 instructions: 1 served, 1 open (#2)." in report
+    assert "| instruction items served / declined / open | 1 / 0 / 1 |" in report
+
+
+BLANK = '''def blank_note_to_null(df):
+    """Empty notes as null."""
+    df = df.copy()
+    df["note"] = df["note"].where(df["note"] != "", None)
+    return df
+'''
+
+
+def test_an_empty_field_turned_null_changes_no_cell_of_a_csv_drop_but_one_of_a_json_drop(tmp_path, sandbox):
+    """Validation counts the cells changed as the output file shows them: in a CSV drop an empty field and a null
+    are written alike; in a JSON drop `""` and `null` are two values."""
+    from smolclean_dagster.core.functions import CleaningFunction
+    from smolclean_dagster.core.plan import split_drop
+    from smolclean_dagster.core.quality import validate_registry
+    from smolclean_dagster.core.registry import Provenance, RegistryEntry
+    from smolclean_dagster.learning.registry_assets import _holdout_rows
+
+    store = DatasetStore(tmp_path, "people")
+    for drop in ("june.csv", "july.jsonl"):
+        rows = pd.DataFrame({"city": [" Oslo", "Oslo"] * 10, "note": ["", "ok", "ok", "ok"] * 5})
+        store.save_frame("raw_data", rows, drop)
+        store.save_model("chunks", split_drop(rows, dataset="people", drop=drop, chunk_size=10, holdout_fraction=0.5),
+                         drop)
+    registry, made = Registry(dataset="people"), Provenance(drop="d", chunk="c", step=1, analyst="rules")
+    for code, column in ((STRIP, "city"), (BLANK, "note")):
+        registry = registry.with_entry(RegistryEntry(function=CleaningFunction.from_code(code, columns=[column]),
+                                                     provenance=made))
+    holdout, text_rows = _holdout_rows(store)
+    report = validate_registry(registry, holdout, sandbox, text_rows=text_rows)
+
+    text = pd.Series(text_rows)
+    blank = holdout["note"].eq("")
+    assert (blank & text).any() and (blank & ~text).any()  # empty notes in both drops' held-out rows
+    spaces = int(holdout["city"].eq(" Oslo").sum())
+    assert report.cells_changed == spaces + int((blank & ~text).sum())  # the JSON drop's empty notes only
+    cells = {f.name: f.cells for f in report.functions}
+    assert cells == {"strip_city": spaces, "blank_note_to_null": int((blank & ~text).sum())}

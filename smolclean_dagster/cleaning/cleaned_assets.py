@@ -9,7 +9,7 @@ import dagster as dg
 
 from ..asset_keys import DatasetKeys
 from ..core.agreement import check_drop
-from ..core.apply import apply_module, read_module_version
+from ..core.apply import apply_module, read_registry_revision
 from ..core.errors import SmolcleanError
 from ..core.questions import load_questions
 from ..core.storage import DatasetStore
@@ -55,7 +55,7 @@ def cleaned_data_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDefini
         if not agreement.passed:
             context.log.warning(f"{src.name}: the module's changes disagree with the other rows of their entity: "
                                 f"{agreement.describe()}")
-        report, version = result.residual, read_module_version(source)
+        report, revision = result.residual, read_registry_revision(source)
         return dg.MaterializeResult(
             metadata={
                 "output": dg.MetadataValue.path(str(result.output)),
@@ -67,7 +67,7 @@ def cleaned_data_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDefini
                 "workers": dg.MetadataValue.int(result.workers),
                 "seconds": dg.MetadataValue.float(result.seconds),
                 "rows_per_s": dg.MetadataValue.float(result.rows_per_s),
-                "module_version": dg.MetadataValue.int(version if version is not None else -1),
+                "registry_revision": dg.MetadataValue.int(revision if revision is not None else -1),
                 "version": dg.MetadataValue.int(number or -1),
                 "module": dg.MetadataValue.path(str(module)),
                 "residual_share": dg.MetadataValue.float(report.share),

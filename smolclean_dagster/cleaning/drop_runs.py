@@ -3,8 +3,8 @@ the instance says about earlier ones. Shared by the drop folder sensor, the resi
 re-cleaning schedule.
 
 Run keys make every request idempotent: a drop version (file name + size + modification time) is
-cleaned once per module version and learned from at most once (and once more per version of a corrected
-label file of it), however many ticks see it.
+cleaned once per live module (its registry revision, and how many times it went live) and learned from at
+most once (and once more per version of a corrected label file of it), however many ticks see it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import dagster as dg
 
 from ..core.watch import FileState
 from ..settings import DatasetSettings
-from .live_module import live_version, times_live
+from .live_module import module_label
 
 #: Every run that starts a learning of a dataset carries this tag (value: the dataset), so only one runs at a time.
 LEARNING_TAG = "smolclean/learning"
@@ -72,19 +72,18 @@ def drop_jobs(s: DatasetSettings, *, deployment_executor: bool = False) -> list[
     ]
 
 
-def current_module_version(s: DatasetSettings) -> int | None:
-    """The registry version of the module drops are cleaned with (the live version); None with no module yet."""
-    return live_version(s)[1]
-
-
-def clean_request(name: str, key: str, fingerprint: str, *, module_version: int | None = None,
+def clean_request(name: str, key: str, fingerprint: str, *, registry_revision: int | None = None,
                   times_live: int = 1) -> dg.RunRequest:
-    """Clean drop `key` (this version of its file) with the live module (registry version `module_version`,
-    live for the `times_live`-th time: a version made live again after a rollback cleans the drops again)."""
-    version = f":v{module_version}" if module_version is not None else ""
-    version += f"-{times_live}" if module_version is not None and times_live > 1 else ""
+    """Clean drop `key` (this version of its file) with the live module (exported from `registry_revision`,
+    live for the `times_live`-th time: a version made live again after a rollback cleans the drops again).
+
+    The run key keeps the shape it always had (`:v<revision>`), so requests made before the revision had its own
+    name still count: a drop is cleaned at most once per live module.
+    """
+    live = f":v{registry_revision}" if registry_revision is not None else ""
+    live += f"-{times_live}" if registry_revision is not None and times_live > 1 else ""
     return dg.RunRequest(
-        run_key=f"clean:{key}@{fingerprint}{version}", job_name=clean_job_name(name), partition_key=key,
+        run_key=f"clean:{key}@{fingerprint}{live}", job_name=clean_job_name(name), partition_key=key,
         tags={DROP_TAG: key},
     )
 
@@ -110,15 +109,23 @@ def already_learned(instance: dg.DagsterInstance, key: str, fingerprint: str) ->
 
 @dataclass(frozen=True)
 class Cleaning:
-    """What the latest materialization of one cleaned drop says (from its metadata)."""
+    """What the latest materialization of one cleaned drop says (from its metadata): among it, the module that
+    cleaned it, as the version a person approved (None for a module from before versions) and the registry
+    revision that module was exported from (None when unknown)."""
 
     storage_id: int
     drop: str
-    module_version: int | None
+    registry_revision: int | None
     fingerprint: str | None
     residual_passed: bool | None
     residual_share: float | None
     entity_passed: bool | None = None  # None: cleaned before the entity check existed
+    version: int | None = None
+
+    @property
+    def module(self) -> str:
+        """The module that cleaned the drop, as log lines name it ("version 1 (registry revision 28)")."""
+        return module_label(self.version, self.registry_revision)
 
     @property
     def failed(self) -> bool:
@@ -133,16 +140,23 @@ class Cleaning:
         def value(label: str):
             return md[label].value if label in md else None
 
-        version = value("module_version")
+        # a cleaning recorded before the revision had its own name calls it `module_version`
+        revision = value("registry_revision") if "registry_revision" in md else value("module_version")
         return cls(
             storage_id=record.storage_id,
             drop=mat.partition if mat else "",
-            module_version=int(version) if isinstance(version, (int, float)) and version >= 0 else None,
+            registry_revision=_known(revision),
             fingerprint=value("source_fingerprint"),
             residual_passed=value("residual_passed"),
             residual_share=value("residual_share"),
             entity_passed=value("entity_passed"),
+            version=_known(value("version")),
         )
+
+
+def _known(number: object) -> int | None:
+    """A number the metadata records, or None where it records none (-1, or missing)."""
+    return int(number) if isinstance(number, (int, float)) and number >= 0 else None
 
 
 def latest_cleanings(instance: dg.DagsterInstance, name: str) -> list[Cleaning]:

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import dagster as dg
 
-from ..core.apply import read_module_version
+from ..core.apply import read_registry_revision
 from ..core.errors import SmolcleanError
 from ..core.export import module_filename
 from ..core.storage import DatasetStore
 from ..core.versions import VersionStore
 from ..settings import DatasetSettings
 
-#: Run tag of a cleaning run: the module version that cleaned the drop.
+#: Run tag of a cleaning run: the version (the approved one, see core/versions.py) that cleaned the drop.
 VERSION_TAG = "smolclean/module_version"
 
 
@@ -54,14 +54,26 @@ def cleaning_module_for(s: DatasetSettings, number: int | None) -> tuple[Path, i
 
 
 def live_version(s: DatasetSettings) -> tuple[int | None, int | None]:
-    """(version number, registry version) of the live module; (None, None) with no module yet, and a number of
-    None for a module from before versions."""
+    """(version number, registry revision) of the live module; (None, None) with no module yet, a number of None
+    for a module from before versions, and a revision of -1 for a module whose header names none."""
     path = live_module(s)
     if path is None:
         return None, None
     live = versions(s).load().live
-    registry = read_module_version(path.read_text(encoding="utf-8"))
-    return (live.number if live else None), (-1 if registry is None else registry)
+    revision = read_registry_revision(path.read_text(encoding="utf-8"))
+    return (live.number if live else None), (-1 if revision is None else revision)
+
+
+def module_label(number: int | None, revision: int | None) -> str:
+    """A module as log lines name it: the version a person approved and the registry revision it was exported
+    from ("version 1 (registry revision 28)"), or the revision alone for a module from before versions.
+
+    Example:
+        >>> module_label(1, 28), module_label(None, 28)
+        ('version 1 (registry revision 28)', 'registry revision 28')
+    """
+    registry = f"registry revision {revision}"
+    return f"version {number} ({registry})" if number is not None else registry
 
 
 def times_live(s: DatasetSettings) -> int:

@@ -55,7 +55,10 @@ def rollback_job_name(name: str) -> str:
 
 def learning_run_metrics(context: dg.AssetExecutionContext, s: DatasetSettings, registry: Registry,
                          validation: ValidationReport) -> LearningMetrics:
-    """The figures of the learning run this export ends (its drop's chunk traces, wall time since its first run)."""
+    """The figures of the learning run this export ends (its drop's chunk traces, wall time since its first run).
+
+    The instruction items are counted whichever analyst ran, as the report's summary of them counts them: the
+    user's items, or the model's own plan (an item the rules analyst cannot read stays open, and is counted so)."""
     store = DatasetStore(s.storage_dir, s.name)
     drop = context.run.tags.get(DROP_TAG)
     traces = [t for t in store.models("chunk_functions", ChunkTrace) if drop is None or t.drop == drop]
@@ -68,7 +71,7 @@ def learning_run_metrics(context: dg.AssetExecutionContext, s: DatasetSettings, 
         if parent is not None and parent.start_time:
             starts.append(parent.start_time)
         seconds = time.time() - min(starts) if starts else 0.0
-    states = registry.coverage(split_instructions(s.instructions)) if s.reads_instructions else ()
+    states = registry.coverage(registry.items_for(s.instructions))
     return learning_metrics(traces, states, cells_changed=validation.cells_changed, seconds=seconds,
                             prompts=template_versions())
 
@@ -160,7 +163,7 @@ def version_metadata(history: VersionHistory, version: ModuleVersion) -> dict[st
         "waiting_for_approval": dg.MetadataValue.text(waiting_text(history)),
         "version": dg.MetadataValue.int(version.number),
         "state": dg.MetadataValue.text(version.state),
-        "registry_version": dg.MetadataValue.int(version.registry_version),
+        "registry_revision": dg.MetadataValue.int(version.registry_version),
         "changes": dg.MetadataValue.md(version_changes(version)),
         "history": dg.MetadataValue.md(history_markdown(history)),
     }

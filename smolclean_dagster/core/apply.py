@@ -68,14 +68,20 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def read_module_version(source: str) -> int | None:
-    """The registry version an exported module was rendered from (its header), or None if it has none.
+def read_registry_revision(source: str) -> int | None:
+    """The registry revision an exported module was rendered from (its header), or None if it has none.
+
+    A module exported by an older release names it "Registry version: N": that header is read too, so the drops
+    it cleaned are not all cleaned again after an upgrade.
 
     Example:
-        >>> read_module_version("Cleaning module for 'customers'\\n\\nRegistry version: 7\\n")
+        >>> read_registry_revision("Cleaning module for 'customers'\\n\\nRegistry revision: 7\\n")
+        7
+        >>> read_registry_revision("Cleaning module for 'customers'\\n\\nRegistry version: 7\\n")
         7
     """
-    match = re.search(r"^Registry version: (\d+)\s*$", "\n".join(source.splitlines()[:12]), re.MULTILINE)
+    head = "\n".join(source.splitlines()[:12])
+    match = re.search(r"^Registry (?:revision|version): (\d+)\s*$", head, re.MULTILINE)
     return int(match.group(1)) if match else None
 
 

@@ -74,9 +74,13 @@ def drop_format(path: Path | str) -> str:
 
 def drop_key(path: Path | str) -> str:
     """A partition-safe key for a drop: its file name with anything unusual replaced by '_'."""
-    name = Path(path).name
-    key = re.sub(r"[^A-Za-z0-9_.\-]", "_", name).replace("...", "_")
-    return key[:200]
+    return _partition_safe(Path(path).name)[:200]
+
+
+def _partition_safe(name: str) -> str:
+    """`name` with anything but letters, digits, '_', '.' and '-' replaced by '_', and no '...' (which Dagster
+    refuses in a partition key)."""
+    return re.sub(r"[^A-Za-z0-9_.\-]", "_", name).replace("...", "_")
 
 
 def read_drop(path: Path | str) -> pd.DataFrame:
@@ -309,40 +313,57 @@ class Chunk:
     drop_key: str
     start: int
     stop: int
+    #: The drop's row count: the ids of its chunks pad their rows to its digits, so they sort in row order.
+    drop_rows: int
 
     @property
     def id(self) -> str:
-        return chunk_id(self.drop_key, self.start, self.stop)
+        return chunk_id(self.drop_key, self.start, self.stop, rows=self.drop_rows)
 
     def rows(self, df: pd.DataFrame) -> pd.DataFrame:
         return df.iloc[self.start : self.stop]
 
 
-#: Characters of a drop's name a chunk id keeps; a longer name keeps its start and its end.
-CHUNK_NAME_MAX = 40
+#: Most characters of a chunk id before its rows; a longer drop key is shortened to its start, its end and a hash.
+CHUNK_DROP_MAX = 30
+#: Characters a shortened drop key keeps of its start, and hex digits of the hash that keeps it apart.
+CHUNK_DROP_HEAD, CHUNK_DROP_HASH = 8, 4
 
 
-def chunk_id(drop: str, start: int, stop: int) -> str:
-    """A stable, partition-safe chunk id that reads as the drop's name and the row range.
+def chunk_id(drop: str, start: int, stop: int, *, rows: int) -> str:
+    """A short, stable, partition-safe chunk id: the drop first, then the rows, `<drop>@<start>-<stop>`.
 
-    The name is kept as written (`_`, `-` and `.` too); a long one keeps its start and its end, where dates
-    and part numbers usually are, so chunks of two drops read differently in the UI; a short hash of the
-    drop key keeps them apart even where the names agree.
+    Dagster's partition lists cut a long key in the middle, so the id stays near 40 characters and starts with
+    what tells drops apart: the drop's key itself when short (a drop's key is unique), else its start and end
+    (where dates and part numbers usually are) and a short hash of the whole key (`_drop_part`). The rows are
+    zero-padded to the digits of the drop's row count `rows`, so the ids of one drop sort in row order.
 
     Example:
-        >>> chunk_id("orders_2024-11-01.csv", 50, 100)
-        'orders_2024-11-01-5f4c22-r0000050-0000100'
+        >>> chunk_id("orders_2024-11-01.csv", 50, 100, rows=120)
+        'orders_2024-11-01.csv@050-100'
+        >>> chunk_id("daily_orders_export_north_region_2024-11-01_part1.csv", 0, 50, rows=120)
+        'daily_or~2024-11-01_part1~a804@000-050'
     """
-    digest = hashlib.sha1(drop.encode()).hexdigest()[:6]
-    stem = re.sub(r"[^A-Za-z0-9_.\-]", "_", Path(drop).stem).replace("..", "_") or "drop"
-    if len(stem) > CHUNK_NAME_MAX:
-        head = CHUNK_NAME_MAX // 2 - 1
-        stem = f"{stem[:head]}~{stem[-(CHUNK_NAME_MAX - head - 1):]}"
-    return f"{stem}-{digest}-r{start:07d}-{stop:07d}"
+    width = len(str(rows))
+    return f"{_drop_part(drop)}@{start:0{width}d}-{stop:0{width}d}"
+
+
+def _drop_part(drop: str) -> str:
+    """The drop as a chunk id names it: its partition-safe key when at most `CHUNK_DROP_MAX` characters, else its
+    name's start and end and a hash of the whole key, so drops with alike names stay apart (only a shortened
+    part holds '~')."""
+    key = _partition_safe(drop)
+    if len(key) <= CHUNK_DROP_MAX:
+        return key
+    digest = hashlib.sha1(drop.encode()).hexdigest()[:CHUNK_DROP_HASH]
+    stem, room = _partition_safe(Path(drop).stem), CHUNK_DROP_MAX - CHUNK_DROP_HASH - 1
+    if len(stem) > room:
+        stem = f"{stem[:CHUNK_DROP_HEAD]}~{stem[-(room - CHUNK_DROP_HEAD - 1):]}"
+    return f"{stem}~{digest}"
 
 
 def make_chunks(drop: str, n_rows: int, size: int) -> list[Chunk]:
     """Cut `n_rows` rows of drop `drop` into chunks of `size` rows (the last may be shorter)."""
     if size <= 0:
         raise ValueError("chunk size must be positive")
-    return [Chunk(drop, start, min(start + size, n_rows)) for start in range(0, n_rows, size)]
+    return [Chunk(drop, start, min(start + size, n_rows), n_rows) for start in range(0, n_rows, size)]

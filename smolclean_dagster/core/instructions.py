@@ -220,7 +220,8 @@ def stop_reason(states: Iterable[ItemState], *, selection: str, said_clean: bool
     if still and not reads:
         which = ", ".join(f"#{s.number}" for s in still)
         return (f"the rules analyst does not read instructions beyond the few requests its rules know "
-                f"(docs/analysts.md): item(s) {which} not carried out; set a model (SMOLCLEAN_MODEL) to have them served")
+                f"(docs/analysts.md): item(s) {which} not carried out; to have them served, learn again with a model "
+                f"(--model, or SMOLCLEAN_MODEL)")
     if still:
         which = ", ".join(f"#{s.number}" for s in still)
         noun = "item" if len(still) == 1 else "items"

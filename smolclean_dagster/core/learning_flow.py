@@ -10,15 +10,23 @@ that stops (a killed process, a restarted daemon) is resumed by asking again.
                                                              ^                                     |
                                                              +---- while selection is not done <---+
     ... -> export module -> clean drop -> done
+
+A drop is learned from once: learning it again walks the same flow over its stored plan, analyses no chunk again
+and asks the analyst nothing. New labels or answers (`label_store.forget_learning`), or instruction items its
+learning never worked to (the user's words changed since: `forget_for_new_items`), start the drop over.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
 from .errors import SmolcleanError
+from .instructions import ItemState, open_items
+from .label_store import forget_learning
 from .plan import ChunkPlan
+from .steps import ChunkTrace, FinalStep
 from .storage import DatasetStore
 
 
@@ -91,6 +99,37 @@ def next_step(store: DatasetStore, drop: str, last: FinishedStep | None) -> Next
     if step is FlowStep.EXPORT_MODULE:
         return NextStep(FlowStep.CLEAN_DROP, wave)
     return NextStep(FlowStep.DONE, wave)
+
+
+def unlearned_items(store: DatasetStore, drop: str, states: Iterable[ItemState]) -> tuple[ItemState, ...]:
+    """The open items of `states` that the stored learning of `drop` never worked to: none of its chunks was
+    analysed with them (each chunk's trace ends with the items as it left them), because the user's words changed
+    since (an item is known by its text, as `registry.coverage` knows it), or the analyst then was one that does not
+    read them. Empty when `drop` has no stored learning: its first learning works to every item anyway.
+
+    Example:
+        >>> items = split_instructions("Trim city. State in upper case.")  # learned before with "Trim city." alone
+        >>> unlearned_items(store, "people.csv", registry.coverage(items))   # doctest: +SKIP
+        (ItemState(number=2, text='State in upper case.', state='open', functions=(), reason=''),)
+    """
+    if _stored_plan(store, drop) is None:
+        return ()
+    worked = {item.text for trace in store.models("chunk_functions", ChunkTrace) if trace.drop == drop
+              for step in trace.steps if isinstance(step, FinalStep) for item in step.items}
+    return tuple(s for s in open_items(states) if s.text not in worked)
+
+
+def forget_for_new_items(store: DatasetStore, drop: str, instructions: str) -> tuple[ItemState, ...]:
+    """Forget the stored learning of `drop` when `instructions` hold items no function serves that it never worked
+    to (`unlearned_items`), so that its next learning chooses and analyses its chunks again for them, rather than
+    reusing a plan that was done before they were written; returns those items. The registry stays: the items it
+    serves are shown to the analyst as served, so only the new ones are asked for. Unchanged instructions forget
+    nothing: a drop is learned from once per set of instructions."""
+    registry = store.registry.load()
+    new = unlearned_items(store, drop, registry.coverage(registry.items_for(instructions)))
+    if new:
+        forget_learning(store, drop)
+    return new
 
 
 def _pending(store: DatasetStore, plan: ChunkPlan) -> tuple[str, ...]:

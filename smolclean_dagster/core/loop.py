@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .analysts.base import AnalysisRequest, Analyst, RegisteredSummary
+from .analysts.base import AnalysisRequest, Analyst, Proposal, RegisteredSummary, Usage
 from .errors import SmolcleanError
 from .functions import CleaningFunction, constants_of
 from .instructions import Declined, InstructionItem, ItemState, new_items, open_items, split_instructions, with_items
@@ -138,6 +138,9 @@ def run_chunk(
     answered: list[tuple[str, str]] = []  # the chunk's queries and answers: the model has no memory of them
     last_answer: tuple[str, str] | None = None  # the previous reply's query and its answer: no rejection
     sent_back: str | None = None  # the function the previous reply sent, when it was rejected
+    queued: list[Proposal] = []  # the further functions of the last reply, each judged as its own step
+    carried: str | None = None  # what the reply's functions judged so far have to tell the model
+    reply_clean = False  # the last reply said clean beside its functions, and each was accepted so far
     while True:
         registry = store.load().without_chunks(work.hidden)
         # The user's instruction items; with none, a model works to its own plan once it has written one.
@@ -161,38 +164,45 @@ def run_chunk(
         step += 1
         started = time.perf_counter()
         reference = None if work.reference is None else clean_with(registry, work.reference, runner)
-        proposal = analyst.propose(
-            AnalysisRequest(
-                dataset=work.dataset,
-                chunk_id=work.chunk_id,
-                step=step,
-                chunk=chunk,
-                findings=tuple(findings),
-                instructions=_instructions(settings, model),
-                registry=summarise_registry(registry),
-                feedback=feedback,
-                rejected=tuple(rejected),
-                reference=reference,
-                # the rules serve the few requests they read (analysts/asked.py), open or not
-                items=states if reads else registry.coverage(items),
-                planned=model and not settings.items,
-                why=work.why,
-                earlier_queries=tuple((answered[:-1] if last_answer else answered)[-EARLIER_QUERIES:]),
-                labels=settings.labels,
-                answer=last_answer,
-                sent_back=sent_back,
-                # the entity the harm gate judges by (the same reference rows, kept per registry version)
-                entities=None if not model or reference is None else _drop_as_cleaned(registry, work.reference,
-                                                                                       reference).keys,
+        if queued:  # the reply's next function, as its own step with no call: the model reads every verdict next
+            proposal, carried = queued.pop(0), feedback
+        else:
+            proposal = analyst.propose(
+                AnalysisRequest(
+                    dataset=work.dataset,
+                    chunk_id=work.chunk_id,
+                    step=step,
+                    chunk=chunk,
+                    findings=tuple(findings),
+                    instructions=_instructions(settings, model),
+                    registry=summarise_registry(registry),
+                    feedback=feedback,
+                    rejected=tuple(rejected),
+                    reference=reference,
+                    # the rules serve the few requests they read (analysts/asked.py), open or not
+                    items=states if reads else registry.coverage(items),
+                    planned=model and not settings.items,
+                    why=work.why,
+                    earlier_queries=tuple((answered[:-1] if last_answer else answered)[-EARLIER_QUERIES:]),
+                    labels=settings.labels,
+                    answer=last_answer,
+                    sent_back=sent_back,
+                    # the entity the harm gate judges by (the same reference rows, kept per registry revision)
+                    entities=None if not model or reference is None else _drop_as_cleaned(registry, work.reference,
+                                                                                           reference).keys,
+                )
             )
-        )
-        last_answer = sent_back = None
+            last_answer = sent_back = carried = None
+            reply_clean = proposal.status == "clean" and proposal.function is not None
+            queued = [proposal.model_copy(update={"function": f, "serves": s, "more": (), "issues": (), "declines": (),
+                                                  "plan": (), "usage": Usage(), "transcript": None})
+                      for f, s in proposal.more]
         tokens += proposal.usage.prompt_tokens + proposal.usage.completion_tokens
         fn = proposal.function
         answer = None
         if fn is None and proposal.query and not proposal.error:
             answer = _answer(proposal.query, work.rows if reference is None else reference, runner, settings)
-        yield ProposalStep(
+        proposed = ProposalStep(
             step=step,
             findings=len(findings),
             issues=proposal.issues,
@@ -210,6 +220,8 @@ def run_chunk(
             transcript=proposal.transcript,
             seconds=round(time.perf_counter() - started, 4),
         )
+        if fn is None:
+            yield proposed  # no function to name: shown at once
         notes = []
         if model and not settings.items and proposal.plan:
             # a model shown the plan adds to it; a plan written beside another chunk's first one is not merged
@@ -301,7 +313,7 @@ def run_chunk(
                     problem = f"{type(exc).__name__}: {exc}"
                 if problem:
                     verdict_reason, ok, evidence = problem, False, None
-        name = fn.name
+        named = fn
         if ok:
             entry = RegistryEntry(
                 function=fn,
@@ -318,26 +330,35 @@ def run_chunk(
                 serves=serves,
             )
             after = store.update(lambda reg: reg.with_entry(entry, beside=work.hidden))
-            # its name in the registry: suffixed when another function had the name
+            # as the registry holds it: suffixed when another function had the name
             stored = after.without_chunks(work.hidden).find(fn)
-            name = stored.function.name if stored is not None else name
-            accepted.append(name)
-            feedback = " ".join(notes) or None
-            log.info("chunk %s step %d: accepted %s", work.chunk_id, step, name)
+            named = stored.function if stored is not None else fn
+            accepted.append(named.name)
+            feedback = " ".join([carried] * bool(carried) + notes) or None
+            log.info("chunk %s step %d: accepted %s", work.chunk_id, step, named.name)
         else:
             rejected.append(fn.name)
             sent_back = fn.name
-            feedback = " ".join(notes + [f"function {fn.name} was rejected: {verdict_reason}"])
+            reply_clean = False
+            feedback = " ".join([carried] * bool(carried) + notes + [f"function {fn.name} was rejected: {verdict_reason}"])
             log.info("chunk %s step %d: rejected %s: %s", work.chunk_id, step, fn.name, verdict_reason)
+        # The proposal is shown once its name is settled: the trace, the verdict and the chunk's accepted functions
+        # all call it what the registry (and so the module) does, with the code the registry holds.
+        yield proposed.model_copy(update={"function_name": named.name, "code": named.code})
         yield VerdictStep(
             step=step,
-            function_name=name,
+            function_name=named.name,
             accepted=ok,
             reason=verdict_reason,
             evidence=evidence,
             serves=tuple(i.number for i in items if i.text in serves),
             seconds=round(time.perf_counter() - started, 4),
         )
+        if reply_clean and not queued:  # the reply said clean beside its functions, and every one was accepted
+            now = store.load().without_chunks(work.hidden).coverage(items) if reads else ()
+            if not open_items(now):
+                yield FinalStep(step=step, reason="clean", accepted=tuple(accepted), items=now)
+                return
 
 
 def _instructions(settings: LoopSettings, model: bool) -> str:
@@ -413,7 +434,7 @@ _DROPS: dict[tuple[int, int, int], _DropAsCleaned] = {}
 def _drop_as_cleaned(registry: Registry, reference: pd.DataFrame | None,
                      cleaned: pd.DataFrame | None) -> _DropAsCleaned:
     """The drop's reference rows as the registry cleans them (`cleaned`, the step's), their value counts and
-    entity columns, kept per registry version and reference."""
+    entity columns, kept per registry revision and reference."""
     key = (id(reference), registry.version, len(registry.entries))
     if key not in _DROPS or _DROPS[key].reference is not reference:
         _DROPS.clear()

@@ -110,7 +110,7 @@ def split_drop(df: pd.DataFrame, *, dataset: str, drop: str, chunk_size: int, ho
         rows=n,
         chunk_size=chunk_size,
         holdout=choose_holdout(drop, n, holdout_fraction),
-        chunks=tuple(PlannedChunk(id=chunk_id(drop, s, e), start=s, stop=e) for s, e in bounds),
+        chunks=tuple(PlannedChunk(id=chunk_id(drop, s, e, rows=n), start=s, stop=e) for s, e in bounds),
     )
 
 

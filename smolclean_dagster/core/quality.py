@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
@@ -13,7 +14,7 @@ from .export import render_module
 from .instructions import split_instructions
 from .profile import detect_issues
 from .registry import DroppedFunction, Registry
-from .validate import CodeRunner, as_text, changed_cells, frames_equal
+from .validate import CodeRunner, as_text, changed_cells, frames_equal, output_changes
 
 
 class ColumnQuality(BaseModel):
@@ -99,10 +100,14 @@ def _issue_counts(df: pd.DataFrame) -> tuple[Counter[str], dict[str, list[str]]]
 
 
 def validate_registry(
-    registry: Registry, holdout: pd.DataFrame, runner: CodeRunner, *, timeout_s: float = 60.0, per_function: bool = True
+    registry: Registry, holdout: pd.DataFrame, runner: CodeRunner, *, timeout_s: float = 60.0,
+    per_function: bool = True, text_rows: bool | Sequence[bool] = False,
 ) -> ValidationReport:
     """Run the exported module on `holdout` and check it: compiles and passes the gate, keeps every row,
     is idempotent, and leaves no column with more detector findings than before.
+
+    The cells changed are counted as the output file shows them: in the rows of a text drop (`text_rows`, see
+    `output_changes`) an empty string turned into null is no change.
 
     Example:
         >>> report = validate_registry(registry, holdout_rows, sandbox)   # doctest: +SKIP
@@ -160,7 +165,7 @@ def validate_registry(
             detail=f"more findings after cleaning in {worse}" if worse else "no column has more findings after cleaning",
         )
     )
-    cells = int(changed_cells(holdout, once).to_numpy().sum()) if len(once) == len(holdout) else 0
+    cells = int(output_changes(holdout, once, text_rows).to_numpy().sum()) if len(once) == len(holdout) else 0
     examples = row_examples(holdout, once) if len(once) == len(holdout) else ()
     return ValidationReport(
         dataset=registry.dataset,
@@ -170,14 +175,16 @@ def validate_registry(
         checks=tuple(checks),
         quality=quality,
         examples=examples,
-        functions=function_changes(registry, holdout, once, runner, timeout_s=timeout_s) if per_function else (),
+        functions=(function_changes(registry, holdout, once, runner, timeout_s=timeout_s, text_rows=text_rows)
+                   if per_function else ()),
     )
 
 
 def function_changes(registry: Registry, holdout: pd.DataFrame, cleaned: pd.DataFrame, runner: CodeRunner, *,
-                     timeout_s: float = 60.0) -> tuple[FunctionChanges, ...]:
+                     timeout_s: float = 60.0, text_rows: bool | Sequence[bool] = False) -> tuple[FunctionChanges, ...]:
     """Each function's changes on the held-out rows, run one after another as the module runs them: cells,
-    columns, up to ten before -> after pairs, the cells whose old value looked valid, and those undone later."""
+    columns, up to ten before -> after pairs, the cells whose old value looked valid, and those undone later.
+    Changes count as the output file shows them (`output_changes`: `text_rows` are rows of a text drop)."""
     if len(cleaned) != len(holdout) or holdout.empty:
         return ()
     counts = harm.ValueCounts.of(holdout)
@@ -190,7 +197,7 @@ def function_changes(registry: Registry, holdout: pd.DataFrame, cleaned: pd.Data
             out.append(FunctionChanges(name=fn.name, cells=0))
             rows = after
             continue
-        diff = changed_cells(rows, after)
+        diff = output_changes(rows, after, text_rows)
         before_text, after_text = as_text(rows), as_text(after)
         pairs, undone = [], 0
         for column in diff.columns:

@@ -156,7 +156,7 @@ class Questions(BaseModel):
             return "No question: the drop leaves no convention open that the instructions do not settle."
         rows = ["| # | columns | what is open | options (cells changed): instruction | answer |", "|---|---|---|---|---|"]
         for q in self.questions:
-            options = "<br>".join(f"{o.number}) {_md(o.choice)} ({o.cells}): \"{_md(o.instruction)}\"" for o in q.options)
+            options = " · ".join(f"{o.number}) {_md(o.choice)} ({o.cells}): \"{_md(o.instruction)}\"" for o in q.options)
             rows.append(f"| {q.number} | {_md(', '.join(q.columns))} | {_md(q.text)} | {options} | "
                         f"{f'option {q.answer}' if q.answer else '**open**'} |")
         return "\n".join(rows)

@@ -32,7 +32,7 @@ class RegistryChanges:
 
     Example:
         >>> RegistryChanges(version_before=3, version_after=3).markdown()
-        'No change: the module is the same as before (registry version 3).'
+        'No change: the module is the same as before (registry revision 3).'
     """
 
     version_before: int
@@ -50,7 +50,7 @@ class RegistryChanges:
             for c in self.removed
         ]
         if not lines:
-            return f"No change: the module is the same as before (registry version {self.version_after})."
+            return f"No change: the module is the same as before (registry revision {self.version_after})."
         return "\n".join(lines)
 
 

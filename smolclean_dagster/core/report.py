@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import io
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from .analysts.rules import COMPACT_TABLE_ENTRIES
 from .instructions import InstructionItem, coverage_line
 from .labels import BROKEN_LABELS, Labels
 from .files import write_atomic
@@ -43,7 +45,7 @@ def render_report(
     """The report as markdown: the instructions and how each was carried out, the questions the drop leaves open,
     functions with provenance and examples, validation and quality (with the chart), LLM use, and which chunks were
     analysed and why."""
-    out = [f"# Cleaning report: {registry.dataset}", "", f"Registry version {registry.version}, "
+    out = [f"# Cleaning report: {registry.dataset}", "", f"Registry revision {registry.version}, "
            f"{len(registry.entries)} function(s).", ""]
     if items:
         out += _instructions(registry, items, reads_instructions)
@@ -71,6 +73,7 @@ def render_report(
             out += ["", "| column | before | after |", "|---|---|---|"]
             out += [f"| {_md(x.column)} | `{_md(x.before)}` | `{_md(x.after)}` |" for x in ev.examples]
         out.append("")
+    out += tables_section(registry)
     if validation is not None:
         out += ["## Validation on held-out rows", "", f"{validation.holdout_rows} rows the analyst never saw; "
                 f"{validation.cells_changed} cell(s) changed. The blocking checks below decide whether the module "
@@ -191,6 +194,84 @@ def learning_run_section(metrics: LearningMetrics) -> list[str]:
             f"{metrics.items_open} |",
             f"| cells changed on held-out rows | {metrics.cells_changed} |",
             f"| prompt templates | {prompts} |"]
+
+
+#: Entries of a big table the report shows, spread over the table.
+TABLE_SAMPLES = 3
+
+
+def tables_section(registry: Registry) -> list[str]:
+    """The report's "Learned tables" section: every table of more than COMPACT_TABLE_ENTRIES entries a function
+    holds, with its entry count and a few of its entries. The module writes such tables compactly (packed, grouped
+    by value), so the reviewer reads their size here; nothing when no function holds one."""
+    rows = [(e.function.name, *table) for e in registry.entries for table in big_tables(e.function.code)]
+    if not rows:
+        return []
+    out = ["## Learned tables", "", f"Tables of more than {COMPACT_TABLE_ENTRIES} entries, written compactly in the "
+           "module (several entries to a line; a table whose keys share few values as value: (its keys)).", "",
+           "| function | table | entries | sample entries |", "|---|---|---|---|"]
+    out += [f"| `{name}` | `{_md(table)}` | {count} | {'; '.join(f'`{_md(e)}`' for e in samples)} |"
+            for name, table, count, samples in rows]
+    return out + [""]
+
+
+def big_tables(code: str) -> list[tuple[str, int, list[str]]]:
+    """The tables of more than COMPACT_TABLE_ENTRIES entries in a function's code, as (name, entries, a few entries
+    as written, spread over it). A table is named by where it sits in the constant holding it, with the text beside
+    it in its tuple (`DEPENDENCIES[0][2] ('zip', 'city')`); one grouped by value counts and shows key: value entries.
+
+    Example:
+        >>> code = "def f(df):\\n    T = " + repr({i: "x" for i in range(300)}) + "\\n    return df\\n"
+        >>> big_tables(code)
+        [('T', 300, ["0: 'x'", "100: 'x'", "200: 'x'"])]
+    """
+    found = []
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            for name, entries in _tables_in(node.value, node.targets[0].id):
+                step = max(1, len(entries) // TABLE_SAMPLES)
+                samples = [_entry_text(e) for e in entries[::step][:TABLE_SAMPLES]]
+                found.append((name, len(entries), samples))
+    return found
+
+
+def _tables_in(node: ast.expr, path: str, beside: str = "") -> Iterator[tuple[str, list]]:
+    """The big tables in a constant's value, each named by its path (`DEPENDENCIES[0][2]`) and the text beside it in
+    its tuple (`('zip', 'city')`): the value itself, or tables inside its tuples, lists and dicts."""
+    entries = _entries(node)
+    if entries is not None and len(entries) > COMPACT_TABLE_ENTRIES:
+        yield f"{path} {beside}".rstrip(), entries
+    elif isinstance(node, (ast.Tuple, ast.List)):
+        texts = [ast.unparse(e) for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        for i, element in enumerate(node.elts):
+            yield from _tables_in(element, f"{path}[{i}]", f"({', '.join(texts)})" if texts else beside)
+    elif isinstance(node, ast.Dict):
+        for key, value in zip(node.keys, node.values):
+            if key is not None:
+                yield from _tables_in(value, f"{path}[{ast.unparse(key)}]", beside)
+
+
+def _entries(node: ast.expr) -> list | None:
+    """A table's entries (an item, or a key and value), or None for what is no table: a dict, list, tuple or set
+    display, or a dict written grouped by value (`{k: v for v, ks in {value: (keys...)}.items() for k in ks}`)."""
+    if isinstance(node, ast.Dict):
+        return list(zip(node.keys, node.values))
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return list(node.elts)
+    grouped = node.generators[0].iter if isinstance(node, ast.DictComp) and len(node.generators) == 2 else None
+    if (isinstance(grouped, ast.Call) and isinstance(grouped.func, ast.Attribute) and grouped.func.attr == "items"
+            and isinstance(grouped.func.value, ast.Dict)
+            and all(isinstance(keys, ast.Tuple) for keys in grouped.func.value.values)):
+        table = grouped.func.value
+        return [(key, value) for value, keys in zip(table.keys, table.values) for key in keys.elts]
+    return None
+
+
+def _entry_text(entry: ast.expr | tuple[ast.expr, ast.expr]) -> str:
+    """An entry as the function's code writes it: `item`, or `key: value`."""
+    if isinstance(entry, tuple):
+        return f"{ast.unparse(entry[0])}: {ast.unparse(entry[1])}"
+    return ast.unparse(entry)
 
 
 def left_section(validation: ValidationReport) -> list[str]:

@@ -6,6 +6,7 @@ Every check runs the code in the sandbox; a failed check is a reason the model (
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -88,6 +89,28 @@ def changed_cells(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     if b.shape != a.shape:
         raise ValueError(f"cannot compare {len(before)} rows with {len(after)} cell by cell")
     return pd.DataFrame(b != a, columns=cols, dtype=bool)
+
+
+def output_changes(before: pd.DataFrame, after: pd.DataFrame, text_rows: bool | Sequence[bool] = False) -> pd.DataFrame:
+    """`changed_cells` as the written output shows the cells, for counting what a module changed.
+
+    `text_rows` (one flag for every row, or one per row) marks the rows of a text drop (CSV/TSV): there an empty
+    field and a null are written alike, so an empty string turned into null (None, NaN), or back, is no change.
+    The rows of a typed drop (JSON, Parquet) keep them apart: `""` and `null` are two values there.
+
+    Example:
+        >>> before, after = pd.DataFrame({"a": ["", "x "]}), pd.DataFrame({"a": [None, "x"]})
+        >>> int(output_changes(before, after, text_rows=True).to_numpy().sum())
+        1
+    """
+    diff = changed_cells(before, after)
+    text = np.asarray(text_rows, dtype=bool)
+    if not text.any():
+        return diff
+    cols = list(diff.columns)
+    b, a = as_text(before[cols]).to_numpy(dtype=object), as_text(after[cols]).to_numpy(dtype=object)
+    both_empty = (pd.isna(b) | (b == "")) & (pd.isna(a) | (a == ""))
+    return diff & ~(both_empty & (text.reshape(-1, 1) if text.ndim else text))
 
 
 def frames_equal(left: pd.DataFrame, right: pd.DataFrame) -> bool:

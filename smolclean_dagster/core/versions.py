@@ -147,7 +147,7 @@ class VersionStore:
         return self.root / str(number) / module_filename(self.dataset)
 
     def registry(self, number: int) -> Registry:
-        """The registry version `number` was rendered from."""
+        """The registry revision `number` was rendered from."""
         path = self.root / str(number) / "registry.json"
         return Registry.model_validate_json(path.read_text(encoding="utf-8"))
 

@@ -112,7 +112,7 @@ def chunks_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDefinition:
         new = [c for c in plan.selected if not context.instance.has_dynamic_partition(chunk_parts.name, c)]
         if new:
             context.instance.add_dynamic_partitions(chunk_parts.name, new)
-        context.add_output_metadata({**plan_metadata(plan), "registry_version": dg.MetadataValue.int(registry.version)})
+        context.add_output_metadata({**plan_metadata(plan), "registry_revision": dg.MetadataValue.int(registry.version)})
         return plan
 
     return chunks

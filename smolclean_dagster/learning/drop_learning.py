@@ -28,6 +28,7 @@ from ..core.errors import SmolcleanError
 from ..core.export import module_filename
 from ..core.label_store import forget_learning, save_labels
 from ..core.labels import read_labels
+from ..core.learning_flow import forget_for_new_items
 from ..core.plan import ChunkPlan
 from ..core.quality import ValidationReport
 from ..core.registry import Registry
@@ -60,7 +61,7 @@ def build_drop_learning(s: DatasetSettings) -> dg.AssetsDefinition:
               deps=[cleaned_key(s.name)], kinds={"python"}, output_required=False)
     def drop_learning(context: dg.AssetExecutionContext) -> Iterator[dg.AssetObservation]:
         """What the agent learned from this drop: the functions added, changed (same name, new code: merged or
-        extended) and removed, the registry versions, the module version it made (proposed, or live) and the
+        extended) and removed, the registry revisions, the version it made (proposed, or live) and the
         drop's residual share before and after (the learning flow runs on the drop, then the drop is cleaned
         again by the live version). Materializing it starts that learning; it is materialized when the learning
         ends, by the sensor `<name>_learning` that submits the learning's runs."""
@@ -73,6 +74,8 @@ def build_drop_learning(s: DatasetSettings) -> dg.AssetsDefinition:
         labels = context.run.tags.get(LABELS_TAG)
         if labels:
             _keep_labels(context, store, path, Path(labels))
+        if s.reads_instructions:
+            _ask_for_new_items(context, store, s.instructions)
         before = store.registry.load()
         cleaning = latest_cleaning(context.instance, s.name, drop)
         store.save_model(STARTS, LessonStart(learning_run=learning_run, drop=drop, registry=before,
@@ -81,13 +84,13 @@ def build_drop_learning(s: DatasetSettings) -> dg.AssetsDefinition:
         # The tags that make this run the learning run the sensor drives (a run launched from the UI has none yet).
         context.instance.add_run_tags(learning_run,
                                       {LEARNING_TAG: s.name, DROP_TAG: drop, LEARNING_RUN_TAG: learning_run})
-        context.log.info(f"learning from {path} (registry version {before.version}, {len(before.entries)} functions): "
+        context.log.info(f"learning from {path} (registry revision {before.version}, {len(before.entries)} functions): "
                          f"the sensor {learning_sensor_name(s.name)} submits its runs, tagged "
                          f"smolclean/learning_run={learning_run}")
         yield dg.AssetObservation(
             asset_key=learning_key(s.name), partition=drop,
             metadata={"learning_run": dg.MetadataValue.text(learning_run),
-                      "registry_version_before": dg.MetadataValue.int(before.version),
+                      "registry_revision_before": dg.MetadataValue.int(before.version),
                       **_residual("before", cleaning.residual_share if cleaning else None),
                       **({"labels": dg.MetadataValue.path(labels)} if labels else {})},
             description="learning started",
@@ -114,6 +117,16 @@ def _keep_labels(context: dg.AssetExecutionContext, store: DatasetStore, drop: P
         context.log.info(f"{labelled.summary()}: the labels kept with drop {key} already")
 
 
+def _ask_for_new_items(context: dg.AssetExecutionContext, store: DatasetStore, instructions: str) -> None:
+    """Learn the drop from the start again when `instructions` hold items its learning never worked to (they changed
+    since), so the model is asked for those; with unchanged instructions its stored learning stands."""
+    new = forget_for_new_items(store, context.partition_key, instructions)
+    if new:
+        which = ", ".join(f"#{i.number}" for i in new)
+        context.log.info(f"instruction item(s) {which} are new since drop {context.partition_key} was learned from: "
+                         "its chunks are chosen and analysed again for them")
+
+
 def lesson(s: DatasetSettings, instance: dg.DagsterInstance, learning_run: str) -> dg.AssetMaterialization:
     """The `drop_learning` materialization of an ended learning run: what the drop taught the agent."""
     store = DatasetStore(s.storage_dir, s.name)
@@ -131,8 +144,8 @@ def lesson(s: DatasetSettings, instance: dg.DagsterInstance, learning_run: str) 
         asset_key=learning_key(s.name), partition=start.drop,
         metadata={
             "learning_run": dg.MetadataValue.text(learning_run),
-            "registry_version_before": dg.MetadataValue.int(changes.version_before),
-            "registry_version_after": dg.MetadataValue.int(changes.version_after),
+            "registry_revision_before": dg.MetadataValue.int(changes.version_before),
+            "registry_revision_after": dg.MetadataValue.int(changes.version_after),
             "functions_added": dg.MetadataValue.int(len(changes.added)),
             "functions_changed": dg.MetadataValue.int(len(changes.changed)),
             "functions_removed": dg.MetadataValue.int(len(changes.removed)),

@@ -36,7 +36,7 @@ from ..core.export import module_filename
 from ..core.instructions import ItemState, stop_reason
 from ..core.label_store import forget_learning, save_labels
 from ..core.labels import read_labels
-from ..core.learning_flow import FlowStep
+from ..core.learning_flow import FlowStep, forget_for_new_items
 from ..core.plan import ChunkPlan
 from ..core.quality import ValidationReport
 from ..core.questions import Questions, load_questions
@@ -150,6 +150,8 @@ def learn(
     store = DatasetStore(settings.storage_dir, settings.name)
     if labelled is not None and save_labels(store, key, labelled):
         forget_learning(store, key)  # a drop learned before is learned again, held to its new labels
+    if settings.reads_instructions:
+        forget_for_new_items(store, key, settings.instructions)  # a drop learned before, asked for new items
     with _ChunkPool(settings, instance, log_level) as pool:
         runs = _EmbeddedRuns(settings, instance, path, pool, log_level)
         while not (advance := advance_learning(instance, settings, key, learning_run)).done:

@@ -6,6 +6,7 @@ chunk_functions -> registry -> validation (+ blocking checks) -> cleaning_module
 
 # No `from __future__ import annotations`: Dagster reads the asset functions' type hints as classes.
 from functools import partial
+from pathlib import Path
 
 import dagster as dg
 import pandas as pd
@@ -16,6 +17,7 @@ from ..cleaning.module_versions import learning_run_metrics
 from ..core.analysts.base import Usage
 from ..core.analysts.rules import RulesAnalyst
 from ..core.consolidate import consolidate
+from ..core.drops import FORMATS
 from ..core.errors import SmolcleanError
 from ..core.export import write_module
 from ..core.functions import CleaningFunction
@@ -74,7 +76,7 @@ def registry_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDefinition
         # So is a function whose changes over the learned drops' rows the entity's other rows contradict: one
         # learned from an earlier drop may meet forms there it never saw (core/agreement.py).
         # And whatever breaks a row the user labelled: the user's corrections are ground truth (core/labels.py).
-        for keep in (partial(keep_what_holds, holdout=_holdout_rows(store)),
+        for keep in (partial(keep_what_holds, holdout=_holdout_rows(store)[0]),
                      partial(keep_what_agrees, drops=drops, instructions=s.instructions),
                      partial(keep_what_labels_allow, labels=every_label(store))):
             kept, dropped = keep(published, runner=smolclean_sandbox.get())
@@ -105,7 +107,8 @@ def validation_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDefiniti
     ) -> ValidationReport:
         """The module run on held-out rows of every learned drop: blocking checks and quality before/after."""
         sandbox = smolclean_sandbox.get()
-        report = validate_registry(registry, _holdout_rows(store), sandbox)
+        holdout, text_rows = _holdout_rows(store)
+        report = validate_registry(registry, holdout, sandbox, text_rows=text_rows)
         context.add_output_metadata({**validation_metadata(report), "sandbox": dg.MetadataValue.text(sandbox.level.describe())})
         return report
 
@@ -161,7 +164,7 @@ def cleaning_module_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDef
                 "tests": dg.MetadataValue.path(str(tests)),
                 "report": dg.MetadataValue.path(str(report)),
                 **({"chart": dg.MetadataValue.path(str(chart))} if chart.exists() else {}),
-                "registry_version": dg.MetadataValue.int(registry.version),
+                "registry_revision": dg.MetadataValue.int(registry.version),
                 "functions": dg.MetadataValue.int(len(registry.entries)),
                 "code": dg.MetadataValue.md(f"```python\n{source}\n```"),
                 **questions_metadata(questions, s.name),
@@ -171,11 +174,17 @@ def cleaning_module_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDef
     return cleaning_module
 
 
-def _holdout_rows(store: DatasetStore) -> pd.DataFrame:
-    """The held-out rows of every learned drop: what validation runs the module on."""
-    frames = [plan.holdout_rows(store.load_frame("raw_data", plan.drop)) for plan in store.models("chunks", ChunkPlan)]
-    frames = [f for f in frames if len(f)]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+def _holdout_rows(store: DatasetStore) -> tuple[pd.DataFrame, list[bool]]:
+    """The held-out rows of every learned drop (what validation runs the module on), and for each row whether it
+    comes from a text drop (CSV/TSV, where an empty field and a null are written alike: see `output_changes`)."""
+    frames: list[pd.DataFrame] = []
+    text_rows: list[bool] = []
+    for plan in store.models("chunks", ChunkPlan):
+        rows = plan.holdout_rows(store.load_frame("raw_data", plan.drop))
+        if len(rows):
+            frames.append(rows)
+            text_rows += [FORMATS.get(Path(plan.drop).suffix.lower()) in ("csv", "tsv")] * len(rows)
+    return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), text_rows
 
 
 class _ModelMerger:

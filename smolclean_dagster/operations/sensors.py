@@ -19,13 +19,12 @@ from ..cleaning.drop_runs import (
     clean_request,
     cleaned_key,
     cleanings_since,
-    current_module_version,
     latest_cleaning,
     learn_job_name,
     learning_request,
     learning_sensor_name,
 )
-from ..cleaning.live_module import times_live
+from ..cleaning.live_module import live_version, module_label, times_live
 from ..core.drops import drop_key
 from ..core.errors import SettingsError, SmolcleanError
 from ..core.labels import read_labels
@@ -65,13 +64,13 @@ def build_drop_folder_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinit
         if is_temporary(context.instance):
             context.log.warning(temporary_instance_warning(s.workdir))
         plan = observe(WatchCursor.from_json(context.cursor), scan_folder(folder, s.glob), stable_ticks=s.stable_ticks)
-        cursor, version = plan.cursor, current_module_version(s)
+        cursor, has_module = plan.cursor, live_version(s)[1] is not None
         runs: list[dg.RunRequest] = []
         new_keys: list[str] = []
         events: list[dg.AssetObservation] = []
         notes: list[str] = []
         waiting: list[str] = []
-        learning = learning_in_progress(context.instance, name) if version is None else None
+        learning = learning_in_progress(context.instance, name) if not has_module else None
         for f in plan.ready:
             reason = probe_drop(s.drops_dir / f.name)
             if reason:
@@ -80,7 +79,7 @@ def build_drop_folder_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinit
                 cursor = cursor.with_status(f, "rejected", reason)
                 continue
             key = drop_key(f.name)
-            if version is not None:
+            if has_module:
                 if _cleaned_already(context.instance, name, key, f):
                     context.log.info(f"{f.name}: this version is cleaned already")
                 else:
@@ -119,8 +118,8 @@ def build_residual_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinition
     the other rows of their entity contradict: learning takes out the function that made them), one drop at a time.
 
     Running by default when `learn_on_residual` is "auto", stopped (switch it on in the UI) otherwise.
-    A drop cleaned by another module version than the live one is cleaned again first instead; a drop version is learned from at
-    most once, so a drop whose dirt the agent cannot fix does not loop.
+    A drop cleaned by another module than the live one (another registry revision) is cleaned again first instead;
+    a drop version is learned from at most once, so a drop whose dirt the agent cannot fix does not loop.
     """
     name = s.name
     status = dg.DefaultSensorStatus.RUNNING if s.learn_on_residual == "auto" else dg.DefaultSensorStatus.STOPPED
@@ -142,11 +141,11 @@ def build_residual_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinition
                 cursor=context.cursor,
             )
         after = int(context.cursor or 0)
-        version = current_module_version(s)
+        live = live_version(s)
         runs: list[dg.RunRequest] = []
         for cleaning in cleanings_since(context.instance, name, after):
             after = cleaning.storage_id
-            request = _residual_request(context, s, cleaning, version)
+            request = _residual_request(context, s, cleaning, live)
             if request is not None:
                 runs.append(request)
                 if request.job_name == learn_job_name(name):
@@ -230,17 +229,20 @@ def _rejected_labels(name: str, path: Path, reason: str, drop: str | None) -> dg
 
 
 def _residual_request(context: dg.SensorEvaluationContext, s: DatasetSettings, cleaning: Cleaning,
-                      version: int | None) -> dg.RunRequest | None:
-    """What to do about one cleaning: nothing, clean the drop again with a newer module, or learn from it."""
+                      live: tuple[int | None, int | None]) -> dg.RunRequest | None:
+    """What to do about one cleaning: nothing, clean the drop again with a newer module, or learn from it.
+
+    `live` is the live module's (version, registry revision), as `live_version` gives it."""
     if not cleaning.failed or cleaning.fingerprint is None:
         return None
     latest = latest_cleaning(context.instance, s.name, cleaning.drop)
     if latest is not None and latest.storage_id != cleaning.storage_id:
         return None  # cleaned again since; that later cleaning is looked at on its own
-    if version is not None and cleaning.module_version is not None and cleaning.module_version != version:
-        context.log.info(f"{cleaning.drop}: cleaned by module version {cleaning.module_version}, cleaning it "
-                         f"again with the live version {version} before learning from it")
-        return clean_request(s.name, cleaning.drop, cleaning.fingerprint, module_version=version,
+    number, revision = live
+    if revision is not None and cleaning.registry_revision is not None and cleaning.registry_revision != revision:
+        context.log.info(f"{cleaning.drop}: cleaned by {cleaning.module}, cleaning it again with the live "
+                         f"{module_label(number, revision)} before learning from it")
+        return clean_request(s.name, cleaning.drop, cleaning.fingerprint, registry_revision=revision,
                              times_live=times_live(s))
     if already_learned(context.instance, cleaning.drop, cleaning.fingerprint):
         context.log.info(f"{cleaning.drop}: {_what_failed(cleaning)} failed, but this version was learned from already")

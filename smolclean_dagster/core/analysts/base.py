@@ -125,7 +125,7 @@ class Usage(BaseModel):
 
 
 class Proposal(BaseModel):
-    """The analyst's answer for one step: the issues it sees, at most one new function, and a status."""
+    """The analyst's answer for one step: the issues it sees, its new function(s), and a status."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -137,6 +137,9 @@ class Proposal(BaseModel):
     adopt: str | None = Field(default=None, description="the name of a ready-made candidate the model took")
     query: str | None = Field(default=None, description="a read-only pandas expression over the drop the model asks")
     plan: tuple[str, ...] = Field(default=(), description="with no instructions: the items the model plans to do")
+    more: tuple[tuple[CleaningFunction, tuple[int, ...]], ...] = Field(
+        default=(), description="the reply's further functions, each with the items it serves: judged in order, "
+        "each as its own step, with no call in between")
     model: str | None = None
     prompt_hash: str | None = None
     reply_hash: str | None = Field(default=None, description="hash of the model's raw reply (see replies.reply_hash)")

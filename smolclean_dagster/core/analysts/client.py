@@ -62,7 +62,7 @@ class LLMSettings(BaseModel):
     max_retry_after_s: float = Field(default=120.0, ge=0, description="longest Retry-After wait honoured")
     rpm: float | None = Field(default=None, gt=0, description="requests per minute at most; None = no limit")
     temperature: float = Field(default=0.0, ge=0)
-    max_tokens: int = Field(default=4096, gt=0, description="longest reply, in tokens")
+    max_tokens: int = Field(default=8192, gt=0, description="longest reply, in tokens (a reply may send several functions)")
     params: dict[str, Any] = Field(default_factory=dict, description="more litellm parameters (top_p, seed...)")
     cache_dir: Path | None = Field(default=None, description="folder of cached replies; None = no cache")
 

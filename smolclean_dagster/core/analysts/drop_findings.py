@@ -21,7 +21,7 @@ from ..profile import detect_issues
 from .asked import asks_to_fill
 from .base import AnalysisRequest
 
-#: Reference frames whose findings are kept (one per registry version a worker process is likely to see).
+#: Reference frames whose findings are kept (one per registry revision a worker process is likely to see).
 KEPT_VIEWS = 4
 
 

@@ -89,7 +89,7 @@ class LLMAnalyst:
             return Proposal(status="needs_more_work", error=error, **context)
         return Proposal(
             issues=reply.issues, function=reply.function, status=reply.status, serves=reply.serves,
-            declines=reply.declines, adopt=reply.adopt, query=reply.query, plan=reply.plan,
+            declines=reply.declines, adopt=reply.adopt, query=reply.query, plan=reply.plan, more=reply.more,
             **context,
         )
 

@@ -33,6 +33,7 @@ from ..validate import COST_LIMIT, COST_ROWS
 from ..labels import Labels
 from .base import AnalysisRequest, RegisteredSummary
 from .client import Messages
+from .replies import MAX_FUNCTIONS
 
 #: Budgets in characters (about 4 characters per token). A step's prompt stays near 3-4k tokens on a table of a
 #: dozen columns: rows are shown as JSON arrays under one header line (keys are not repeated on every row).
@@ -189,6 +190,7 @@ def analysis_messages(
         entity=_entity(request),
         labels=_labels(request.labels),
         query_chars=MAX_QUERY_CHARS,
+        max_functions=MAX_FUNCTIONS,
         query_rows=RESULT_ROWS,
         query_budget=f"{RESULT_BUDGET:,}",
         open_items=[f"#{i.number}" for i in request.items if i.state == "open"],

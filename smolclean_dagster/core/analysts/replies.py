@@ -53,7 +53,8 @@ class ReplyError(SmolcleanError):
 
 @dataclass(frozen=True)
 class AnalysisReply:
-    """A parsed analysis reply: the issues seen, at most one function, and whether the chunk is clean."""
+    """A parsed analysis reply: the issues seen, its functions (the first in `function`, any further ones in
+    `more`, each with the items it serves), and whether the chunk is clean."""
 
     issues: tuple[Issue, ...]
     function: CleaningFunction | None
@@ -63,6 +64,7 @@ class AnalysisReply:
     adopt: str | None = None
     query: str | None = None
     plan: tuple[str, ...] = ()
+    more: tuple[tuple[CleaningFunction, tuple[int, ...]], ...] = ()
 
 
 _FLAGS = re.IGNORECASE | re.DOTALL
@@ -78,6 +80,11 @@ _TAG_BESIDE_FENCE = re.compile(r"(`{3,}|~{3,})[ \t]*(</(?:code|function)>)", re.
 _NEXT_SECTION = re.compile(
     r"^[ \t]*<(issues|issues_detected|columns|status|chunk_status|serves|declined|adopt)>", re.IGNORECASE | re.MULTILINE
 )
+#: The most functions one reply may send (the prompt says so): more than this is likely cut off at the reply's
+#: token limit, and is sent back whole.
+MAX_FUNCTIONS = 8
+#: A `<code>` (or `<function>`) tag opening a line: where each function of a reply starts.
+_CODE_LINE = re.compile(r"^[ \t]*<(?:code|function)>", re.IGNORECASE | re.MULTILINE)
 _STATUS = re.compile(r"<(?:chunk_)?status>\s*([A-Za-z][A-Za-z _-]*)", re.IGNORECASE)
 _ISSUES = re.compile(
     r"<(issues|issues_detected)>(.*?)(?:</\1>|(?=<(?:code|function|columns|status|chunk_status|serves|declined|adopt)>)|\Z)",
@@ -114,8 +121,8 @@ def parse_analysis_reply(text: str, *, columns: list[str] | tuple[str, ...] = ()
         ('clean', 'ibu', True)
     """
     body = strip_reasoning(text)
-    code, rest = extract_code(body)
-    function = _function(code, rest, columns) if code is not None else None
+    functions, rest = _functions(body, columns)
+    function, serves = functions[0] if functions else (None, _serves(rest))
     adopt = _ADOPT.search(rest)
     if adopt and function is not None:
         raise ReplyError(
@@ -134,10 +141,37 @@ def parse_analysis_reply(text: str, *, columns: list[str] | tuple[str, ...] = ()
     # a reply that only declines items says what it has to say: the chunk goes on with the next step
     status = _status(rest, has_function=function is not None or adopt is not None or query is not None or bool(declines))
     return AnalysisReply(
-        issues=_issues(rest, columns), function=function, status=status, serves=_serves(rest),
+        issues=_issues(rest, columns), function=function, status=status, serves=serves,
         declines=declines, adopt=adopt.group(1) if adopt else None,
-        query=query.group(1).strip() if query else None, plan=_plan(rest),
+        query=query.group(1).strip() if query else None, plan=_plan(rest), more=tuple(functions[1:]),
     )
+
+
+def _functions(body: str, columns: list[str] | tuple[str, ...]) -> tuple[list[tuple[CleaningFunction, tuple[int, ...]]], str]:
+    """The reply's functions in order, each with the items its own <serves> names, and the reply without them.
+
+    A reply holds one function per `<code>` section; a `<serves>` belongs to the code section before it. With
+    one section (or code without a tag), the one <serves> anywhere in the reply is that function's.
+    """
+    starts = [m.start() for m in _CODE_LINE.finditer(body)]
+    if len(starts) < 2:
+        code, rest = extract_code(body)
+        return ([(_function(code, rest, columns), _serves(rest))] if code is not None else []), rest
+    if len(starts) > MAX_FUNCTIONS:
+        raise ReplyError(f"the reply sends {len(starts)} functions; send at most {MAX_FUNCTIONS} per reply, the "
+                         "others in the next step")
+    found, rests = [], [body[: starts[0]]]
+    for start, end in zip(starts, starts[1:] + [len(body)]):
+        code, rest = extract_code(body[start:end])
+        if code is None:
+            raise ReplyError("a <code> section holds no code; send each function in its own <code> ... </code>")
+        found.append((_function(code, rest, columns), _serves(rest)))
+        rests.append(_SERVES.sub("", rest))
+    names = [f.name for f, _ in found]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ReplyError(f"the reply sends two functions named {', '.join(twice)}; give each function its own name")
+    return found, "".join(rests)
 
 
 def parse_merge_reply(text: str) -> CleaningFunction | None:

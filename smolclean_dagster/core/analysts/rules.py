@@ -63,6 +63,11 @@ TEMPLATE_DIR = Path(__file__).parent / "rule_templates"
 MAX_NAMED_COLUMNS = 3
 #: Constants longer than this are written one entry per line.
 INLINE_LITERAL = 72
+#: Tables (dict, list, tuple) of more entries than this are written compactly (`_compact`): one entry per line
+#: would make a learned table of thousands of entries most of the module.
+COMPACT_TABLE_ENTRIES = 200
+#: How long the lines of a compact table get before the template indents them (by 8 spaces at most): ~110 in all.
+COMPACT_WIDTH = 102
 
 #: A rule's template context from (findings of the chunk, the same findings over chunk + reference rows,
 #: the chunk's column values); None when the rule has nothing safe to do.
@@ -579,15 +584,66 @@ def _free_name(base: str, taken: set[str]) -> str:
 
 
 def _literal(value: object) -> str:
-    """A constant as Python source: inline when short, else one entry per line (a reviewable table)."""
+    """A constant as Python source: inline when short, one entry per line (a reviewable table) when longer, and
+    packed (`_compact`) beyond COMPACT_TABLE_ENTRIES entries."""
     inline = repr(value)
     if len(inline) <= INLINE_LITERAL or not isinstance(value, (dict, list, tuple)):
         return inline
+    if len(value) > COMPACT_TABLE_ENTRIES:
+        return _compact(value)
     if isinstance(value, dict):
         lines = [f"    {k!r}: {v!r}," for k, v in value.items()]
         return "{\n" + "\n".join(lines) + "\n}"
     opening, closing = ("[", "]") if isinstance(value, list) else ("(", ")")
     return opening + "\n" + "\n".join(f"    {v!r}," for v in value) + "\n" + closing
+
+
+def _compact(table: dict | list | tuple) -> str:
+    """A big table as source that is still plain Python and still reads as a table: entries packed several to
+    a line, and a dict whose keys share few values written the other way round, each value once with its keys
+    (`{'BIRMINGHAM': ('35233', '35234'), ...}`), inside the comprehension that turns it back into key -> value.
+    Every key and value is written by repr, so the table reads back equal, entry for entry; the order is the
+    table's (a grouped dict's keys come in their values' order)."""
+    if isinstance(table, dict):
+        groups = _by_value(table)
+        if groups is None:
+            return "{\n" + "\n".join(_packed([f"{k!r}: {v!r}," for k, v in table.items()])) + "\n}"
+        lines = [f"{{k: v for v, ks in {{  # {len(table)} entries, written value: (its keys)"]
+        for value, keys in groups:
+            last = repr(keys[-1]) + ("," if len(keys) == 1 else "") + "),"
+            lines += _packed([f"{k!r}," for k in keys[:-1]] + [last], first=f"    {value!r}: (", then=" " * 8)
+        return "\n".join(lines) + "\n}.items() for k in ks}"
+    opening, closing = ("[", "]") if isinstance(table, list) else ("(", ")")
+    return opening + "\n" + "\n".join(_packed([f"{v!r}," for v in table])) + "\n" + closing
+
+
+def _by_value(table: dict) -> list[tuple[object, list]] | None:
+    """The keys of `table` per value, values in the order they are first met; None when that is no shorter (more
+    than half the values distinct) or not exact: a value that cannot be a dict key, or two values a dict holds as
+    one key (1 and True, 0.0 and -0.0)."""
+    try:
+        distinct = len(set(table.values()))
+    except TypeError:
+        return None
+    if distinct > len(table) / 2:
+        return None
+    groups: dict[tuple[type, str], tuple[object, list]] = {}
+    for key, value in table.items():
+        groups.setdefault((type(value), repr(value)), (value, []))[1].append(key)
+    return list(groups.values()) if len(groups) == distinct else None
+
+
+def _packed(items: list[str], *, first: str = "    ", then: str = "    ") -> list[str]:
+    """Lines holding `items` in order, as many to a line as fit in COMPACT_WIDTH (an item longer than that alone),
+    the first line starting with `first`, the others with `then`."""
+    lines, line, count = [], first, 0
+    for item in items:
+        if count and len(line) + 1 + len(item) > COMPACT_WIDTH:
+            lines.append(line)
+            line, count = then, 0
+        line += (" " if count else "") + item
+        count += 1
+    return lines + [line]
 
 
 def _docstring_safe(text: object) -> str:

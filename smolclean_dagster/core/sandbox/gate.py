@@ -142,9 +142,8 @@ def prepare(code: str, *, module: bool, entry: str | None = None) -> Program:
     if not module:
         _check_single_function(functions, reasons)
     lines = code.encode().splitlines(keepends=True)  # as the parser counts them; offsets are in bytes
-    for node in screened:
-        _screen_once(lines, node, reasons)
-    _check_imported_aliases(screened, reasons)
+    aliases = [(node.lineno, _screen_once(lines, node, reasons)) for node in screened]
+    _check_imported_aliases(aliases, reasons)
     names = [fn.name for fn in functions]
     if module or len(names) == 1:  # otherwise the missing or extra functions are already reported
         entry = entry or ("clean" if module else names[0])
@@ -269,15 +268,26 @@ def _is_main_guard(node: ast.stmt) -> bool:
     return has_name and has_main
 
 
-#: Digests of top-level statements that passed the screen. A module is its functions put together, and learning
-#: gates many modules that differ in one function; a statement's verdict depends on its text alone.
-_PASSED: OrderedDict[bytes, None] = OrderedDict()
+@dataclass(frozen=True)
+class _Aliases:
+    """The usual import aliases (`pd`, `np`: `_IMPORT_HINTS`) one top-level statement binds, and those it reads,
+    each with the first line reading it counted from the statement's first line (so the facts hold wherever the
+    statement stands in a module)."""
+
+    bound: frozenset[str]
+    read: tuple[tuple[str, int], ...]
+
+
+#: Digests of top-level statements that passed the screen, with their `_Aliases`. A module is its functions put
+#: together, and learning gates many modules that differ in one function; a statement's verdict and aliases depend
+#: on its text alone, and walking its nodes again (thousands in a learned table) is most of a module's gating.
+_PASSED: OrderedDict[bytes, _Aliases] = OrderedDict()
 PASSED_KEPT = 4096
 
 
-def _screen_once(lines: list[bytes], root: ast.stmt, reasons: list[str]) -> None:
+def _screen_once(lines: list[bytes], root: ast.stmt, reasons: list[str]) -> _Aliases:
     """`_screen`, skipped for a statement whose very text passed before (a failing one is screened again, so its
-    reasons carry this code's line numbers)."""
+    reasons carry this code's line numbers); and the statement's `_Aliases`, kept with its verdict."""
     digest = None
     if root.end_lineno is not None and root.end_col_offset is not None:
         first, last = root.lineno - 1, root.end_lineno - 1
@@ -286,15 +296,17 @@ def _screen_once(lines: list[bytes], root: ast.stmt, reasons: list[str]) -> None
         else:
             text = lines[first][root.col_offset:] + b"".join(lines[first + 1:last]) + lines[last][:root.end_col_offset]
         digest = hashlib.blake2b(type(root).__name__.encode() + b"\0" + text, digest_size=16).digest()
-    if digest is not None and digest in _PASSED:
-        return
-    found: list[str] = []
-    _screen(root, found)
-    reasons.extend(found)
-    if digest is not None and not found:
-        _PASSED[digest] = None
-        if len(_PASSED) > PASSED_KEPT:
-            _PASSED.popitem(last=False)
+    aliases = _PASSED.get(digest) if digest is not None else None
+    if aliases is None:
+        found: list[str] = []
+        _screen(root, found)
+        reasons.extend(found)
+        aliases = _aliases_of(root)
+        if digest is not None and not found:
+            _PASSED[digest] = aliases
+            if len(_PASSED) > PASSED_KEPT:
+                _PASSED.popitem(last=False)
+    return aliases
 
 
 def _screen(root: ast.stmt, reasons: list[str]) -> None:
@@ -368,24 +380,36 @@ def _screen_attribute(node: ast.Attribute, called: bool, bad) -> None:
         bad(node, f"`.{attr}` may only be called directly, without a path: {_NO_FILES}")
 
 
-def _check_imported_aliases(screened: list[ast.stmt], reasons: list[str]) -> None:
-    """Point at `pd.` or `np.` used without the import that defines them."""
+def _aliases_of(root: ast.stmt) -> _Aliases:
+    """Which of the usual import aliases one top-level statement binds (by import, argument, function name or
+    assignment) and reads, in the order `ast.walk` meets them."""
     bound: set[str] = set()
+    read: dict[str, int] = {}
+    for node in ast.walk(root):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.FunctionDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            read.setdefault(node.id, node.lineno - root.lineno)
+        elif isinstance(node, ast.Name):
+            bound.add(node.id)
+    return _Aliases(frozenset(bound & _IMPORT_HINTS.keys()),
+                    tuple((alias, offset) for alias, offset in read.items() if alias in _IMPORT_HINTS))
+
+
+def _check_imported_aliases(aliases: list[tuple[int, _Aliases]], reasons: list[str]) -> None:
+    """Point at `pd.` or `np.` used without the import that defines them (`aliases`: each top-level statement's
+    first line and aliases)."""
+    bound = set().union(*(statement.bound for _, statement in aliases))
     used: dict[str, int] = {}
-    for root in screened:
-        for node in ast.walk(root):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                bound.update((a.asname or a.name).split(".")[0] for a in node.names)
-            elif isinstance(node, ast.arg):
-                bound.add(node.arg)
-            elif isinstance(node, ast.FunctionDef):
-                bound.add(node.name)
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                used.setdefault(node.id, node.lineno)
-            elif isinstance(node, ast.Name):
-                bound.add(node.id)
+    for first, statement in aliases:
+        for alias, offset in statement.read:
+            used.setdefault(alias, first + offset)
     for alias, line in used.items():
-        if alias in _IMPORT_HINTS and alias not in bound:
+        if alias not in bound:
             reasons.append(f"line {line}: `{alias}` is used but never imported; add `{_IMPORT_HINTS[alias]}` "
                            f"at the top")
 
