@@ -98,7 +98,7 @@ def test_a_failing_chunk_is_named_and_leaves_no_worker_behind(tmp_path, pool_wor
 
     with ScriptedLLM(responder=respond) as llm, dg.instance_for_test() as instance:
         settings = _settings(tmp_path, llm.api_base)
-        with pytest.raises(SmolcleanError, match=r"chunk columns-\w+-r\d+-\d+ failed.*API key"):
+        with pytest.raises(SmolcleanError, match=r"chunk columns\S*@\d+-\d+ failed.*API key"):
             learning.learn(settings, _drop(tmp_path / "input"), instance)
     assert pool_workers and not [pid for pid in pool_workers if _alive(pid)]
 

@@ -72,6 +72,14 @@ def test_the_evidence_shows_a_dependency_broken_on_two_rows_of_a_key_on_hundreds
     assert "customer" not in shown.split("Dependencies")[-1]  # an id on one row each is no key
 
 
+def test_the_evidence_reads_a_column_a_function_turned_into_numbers():
+    # a CSV column the user asked to write as numbers holds no text once cleaned: its evidence is empty, not an error
+    cleaned = pd.DataFrame({"category": pd.Series([1, 2, 3] * 20, dtype="int64"),
+                            "brand": ["ACME", "GLOBEX", "ACME", "ACME", "INITECH", "ACME"] * 10})
+    shown = evidence.drop_evidence(cleaned).render(2000)
+    assert "category" not in shown
+
+
 def test_a_query_runs_in_the_sandbox_and_a_bad_one_is_the_models_fault(sandbox, tmp_path):
     df = pd.read_csv(addresses(tmp_path / "a.csv"), dtype=str, keep_default_na=False)
     answer = queries.run_query('df[df["city"] == "Chicgo"][["id", "zip"]]', df, sandbox)

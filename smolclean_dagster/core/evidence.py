@@ -159,7 +159,9 @@ def _q(value: str) -> str:
 
 
 def _text_counts(series: pd.Series) -> Counter:
-    text = series[series.apply(isinstance, args=(str,))].str.strip()
+    """How often each text value (stripped) stands in `series`, null tokens aside; values of other types (numbers a
+    function wrote, lists) are no text."""
+    text = series[series.apply(isinstance, args=(str,))].astype(object).str.strip()
     counts = text.value_counts()
     return Counter({v: int(n) for v, n in counts.items() if not is_null_token(v)})
 

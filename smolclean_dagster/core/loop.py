@@ -2,11 +2,12 @@
 
 Each step shows the analyst the chunk AS CLEANED BY THE CURRENT REGISTRY (so solved problems do not
 look present), the detector findings that remain, the instructions and every accepted function's
-name and docstring; takes at most one new function; checks it in the sandbox on the chunk and on
-held-out rows; and accepts it into the registry or feeds the reason back. An analyst that reads the
+name and docstring; takes one new function per step (the further functions of a model's reply are the next
+steps, with no call in between); checks it in the sandbox on the chunk and on held-out rows; and accepts it
+into the registry or feeds the reason back (a reply's verdicts together, in its next prompt). An analyst that reads the
 user's instructions also sees each instruction item as open, served or declined, says which items a
 function serves, and may decline items with a reason; "clean" is refused while an item is open. The loop
-stops when the analyst says "clean" with no item open, the detectors find nothing (for an analyst that
+stops when the analyst says "clean" with no item open (beside functions: once each is accepted), the detectors find nothing (for an analyst that
 trusts them), or the chunk's share of the drop's step budget (`max_steps`) is used up.
 
 Errors that are the model's fault (unsafe, failing or useless code) become rejections shown to the

@@ -69,7 +69,7 @@ class LLMAnalyst:
         return self.client.settings.model
 
     def propose(self, request: AnalysisRequest) -> Proposal:
-        """Ask the model for the issues it sees and at most one function; a bad reply becomes an `error`."""
+        """Ask the model for the issues it sees and its functions; a bad reply becomes an `error`."""
         messages = analysis_messages(
             request, allow_row_drops=self.allow_row_drops, registry_budget=self.registry_budget,
             rows_budget=self.rows_budget,

@@ -1,4 +1,4 @@
-"""Reading a model's reply: issues, at most one function, and a status, from text real models write.
+"""Reading a model's reply: issues, its functions, and a status, from text real models write.
 
 The format (documented in docs/reply-format.md) is a few tagged sections:
 
