@@ -170,6 +170,21 @@ def test_one_reply_sends_every_function_the_chunk_needs_and_a_clean_status_ends_
     assert [e.function.name for e in store.load().entries] == ["parse_spend", "unify_city_case"]
 
 
+def test_every_function_of_a_reply_is_judged_though_the_chunks_step_share_ends_first(llm, tmp_path, people, sandbox):
+    # one step left, two functions in the reply: the call is made, so both are judged, and no further call follows
+    llm.add(reply("<issues>\n- spend: dollar signs\n- city: case variants\n</issues>\n"
+                  f"<code>\n```python\n{SPEND}```\n</code>\n<serves>1</serves>\n"
+                  f"<code>\n```python\n{CITY}```\n</code>\n<serves>2</serves>\n<status>needs_more_work</status>"))
+    store = RegistryStore(tmp_path / "registry.json", "people")
+    settings = LoopSettings(max_steps=1, instructions=INSTRUCTIONS, items=split_instructions(INSTRUCTIONS))
+    steps = list(run_chunk(chunk_work(people), analyst(llm, tmp_path), store, sandbox, settings))
+
+    assert len(llm.requests) == 1
+    assert [(s.function_name, s.accepted) for s in steps if isinstance(s, VerdictStep)] == [
+        ("parse_spend", True), ("unify_city_case", True)]
+    assert steps[-1].reason == "max_steps"
+
+
 def test_a_function_of_a_reply_sent_back_leaves_the_others_and_the_next_prompt_gives_every_verdict(llm, tmp_path,
                                                                                                    people, sandbox):
     drops_rows = SPEND.replace("return df", "return df.iloc[1:]")  # drops a row: sent back on its own

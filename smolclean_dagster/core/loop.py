@@ -154,11 +154,12 @@ def run_chunk(
         if not findings and not still_open and getattr(analyst, "trusts_detectors", True):
             yield FinalStep(step=step, reason="no_findings", accepted=tuple(accepted), items=states)
             return
-        if step >= settings.max_steps:
+        # The budgets bound the calls: the further functions of a reply already made are judged whatever is left.
+        if step >= settings.max_steps and not queued:
             yield FinalStep(step=step, reason="max_steps", accepted=tuple(accepted), residual_findings=len(findings),
                             items=states)
             return
-        if settings.max_tokens and tokens >= settings.max_tokens:
+        if settings.max_tokens and tokens >= settings.max_tokens and not queued:
             yield FinalStep(step=step, reason="token_budget", accepted=tuple(accepted),
                             residual_findings=len(findings), items=states)
             return
