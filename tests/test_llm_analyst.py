@@ -51,6 +51,13 @@ CLEAN = "<issues>\n</issues>\n<status>clean</status>"
 INSTRUCTIONS = "1. amounts as plain numbers\n2. cities in title case"
 
 
+def two_functions(spend: str, *, status: str) -> str:
+    """One reply sending `spend` for item 1 and `CITY` for item 2, each in its own <code> with its <serves>."""
+    return ("<issues>\n- spend: dollar signs\n- city: case variants\n</issues>\n"
+            f"<code>\n```python\n{spend}```\n</code>\n<serves>1</serves>\n"
+            f"<code>\n```python\n{CITY}```\n</code>\n<serves>2</serves>\n<status>{status}</status>")
+
+
 def fenced(code: str, *, issues: str = "- spend: dollar signs in amounts", status: str = "needs_more_work") -> str:
     return f"<issues>\n{issues}\n</issues>\n<code>\n```python\n{code}```\n</code>\n<status>{status}</status>"
 
@@ -154,9 +161,7 @@ def test_a_scripted_conversation_learns_a_module_and_a_rerun_is_served_from_the_
 def test_one_reply_sends_every_function_the_chunk_needs_and_a_clean_status_ends_the_chunk(llm, tmp_path, people,
                                                                                              sandbox):
     # both functions and "clean" in one reply: judged in order as two steps, and no second call
-    llm.add(reply("<issues>\n- spend: dollar signs\n- city: case variants\n</issues>\n"
-                  f"<code>\n```python\n{SPEND}```\n</code>\n<serves>1</serves>\n"
-                  f"<code>\n```python\n{CITY}```\n</code>\n<serves>2</serves>\n<status>clean</status>"))
+    llm.add(reply(two_functions(SPEND, status="clean")))
     store = RegistryStore(tmp_path / "registry.json", "people")
     settings = LoopSettings(max_steps=5, instructions=INSTRUCTIONS, items=split_instructions(INSTRUCTIONS))
     steps = list(run_chunk(chunk_work(people), analyst(llm, tmp_path), store, sandbox, settings))
@@ -172,9 +177,7 @@ def test_one_reply_sends_every_function_the_chunk_needs_and_a_clean_status_ends_
 
 def test_every_function_of_a_reply_is_judged_though_the_chunks_step_share_ends_first(llm, tmp_path, people, sandbox):
     # one step left, two functions in the reply: the call is made, so both are judged, and no further call follows
-    llm.add(reply("<issues>\n- spend: dollar signs\n- city: case variants\n</issues>\n"
-                  f"<code>\n```python\n{SPEND}```\n</code>\n<serves>1</serves>\n"
-                  f"<code>\n```python\n{CITY}```\n</code>\n<serves>2</serves>\n<status>needs_more_work</status>"))
+    llm.add(reply(two_functions(SPEND, status="needs_more_work")))
     store = RegistryStore(tmp_path / "registry.json", "people")
     settings = LoopSettings(max_steps=1, instructions=INSTRUCTIONS, items=split_instructions(INSTRUCTIONS))
     steps = list(run_chunk(chunk_work(people), analyst(llm, tmp_path), store, sandbox, settings))
@@ -188,9 +191,7 @@ def test_every_function_of_a_reply_is_judged_though_the_chunks_step_share_ends_f
 def test_a_function_of_a_reply_sent_back_leaves_the_others_and_the_next_prompt_gives_every_verdict(llm, tmp_path,
                                                                                                    people, sandbox):
     drops_rows = SPEND.replace("return df", "return df.iloc[1:]")  # drops a row: sent back on its own
-    llm.add(reply("<issues>\n- spend: dollar signs\n- city: case variants\n</issues>\n"
-                  f"<code>\n```python\n{drops_rows}```\n</code>\n<serves>1</serves>\n"
-                  f"<code>\n```python\n{CITY}```\n</code>\n<serves>2</serves>\n<status>clean</status>"),
+    llm.add(reply(two_functions(drops_rows, status="clean")),
             reply(fenced(SPEND) + "\n<serves>1</serves>".replace("needs_more_work", "clean")), reply(CLEAN))
     store = RegistryStore(tmp_path / "registry.json", "people")
     settings = LoopSettings(max_steps=6, instructions=INSTRUCTIONS, items=split_instructions(INSTRUCTIONS))

@@ -95,6 +95,8 @@ def test_learning_with_no_instructions_ends_with_the_two_questions_the_file_leav
     section = report.split("## Questions", 1)[1].split("\n## ", 1)[0]
     table = [line for line in section.splitlines() if line.startswith(("| 1 |", "| 2 |", "| 3 |"))]
     assert len(table) == 2 and "email, phone" in table[0] and "quantity" in table[1], report
+    # options apart with a separator the UI's markdown keeps (it drops an HTML <br>)
+    assert "<br>" not in table[0] and " · 2) keep them as written" in table[0], table[0]
     assert learned["ui"]["questions_open"].value == 2
     assert "Write 'N/A' as empty in columns 'email' and 'phone'." in learned["ui"]["questions"].value
     assert f"`{NAME}_answer`" in learned["ui"]["questions"].value
