@@ -12,6 +12,7 @@ sample of the cleaned rows feeds the residual report (what the detectors still f
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import logging
 import os
@@ -26,7 +27,9 @@ from typing import TYPE_CHECKING
 
 
 from .delimited import describe_problem
+from .drop_counts import add_counts, drop_counts
 from .drop_io.blocks import BATCH_ROWS
+from .drop_io.formats import JsonlError, decode_batch
 from .drop_io.output_files import OutputIsInput, check_output, remove_stale_temporaries
 from .drop_io.writers import BatchWriter, output_kind
 from .drops import drop_format, iter_encoded_batches
@@ -154,6 +157,8 @@ def apply_module(
     samples: list[bytes] = []
     started = time.perf_counter()
     rows_in = rows_out = batches = 0
+    groups = module_drop_groups(module_source)
+    counted = _count_drop(input_path, fmt, batch_size, groups) if groups else None
 
     def write(start: int, size: int, lines: list[int] | None, future: Future) -> None:
         nonlocal rows_in, rows_out, batches
@@ -184,7 +189,7 @@ def apply_module(
         with contextlib.ExitStack() as stack:
             runners = [
                 stack.enter_context(sandbox.batch_runner(module_source, entry="clean", module=True, timeout_s=timeout_s,
-                                                         output=kind))
+                                                         output=kind, drop=counted))
                 for _ in range(workers)
             ]
             pool = stack.enter_context(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="smolclean-apply"))
@@ -210,6 +215,43 @@ def apply_module(
 
     return ApplyResult(input_path, output_path, rows_in, rows_out, batches, seconds, workers,
                        residual_report(_sample(samples, residual_rows)))
+
+
+def module_drop_groups(module_source: str) -> list[tuple[str, ...]]:
+    """The groups of columns a module's functions count over the whole drop (its `DROP_GROUPS`; none when
+    it has none): read from the source, never run here.
+
+    Example:
+        >>> module_drop_groups("DROP_GROUPS = [('zip', 'city')]\\ndef clean(df, drop=None):\\n    return df\\n")
+        [('zip', 'city')]
+    """
+    for node in ast.parse(module_source).body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == "DROP_GROUPS"):
+            with contextlib.suppress(ValueError):
+                return [tuple(group) for group in ast.literal_eval(node.value)]
+    return []
+
+
+def _count_drop(input_path: Path, fmt: str, batch_size: int, groups: list[tuple[str, ...]]) -> dict:
+    """The drop's counts for `groups` (core/drop_counts.py), read once before any batch is cleaned."""
+    tables: dict = {}
+    read = 0
+    for sent_as, data, size, lines in iter_encoded_batches(input_path, batch_size):
+        try:
+            frame = decode_batch(sent_as, data)
+        except JsonlError as exc:
+            where = f"line {lines[exc.index]}" if lines and exc.index is not None and exc.index < len(lines) else \
+                f"rows {read + 1}-{read + size}"
+            raise DropReadError(f"{input_path}: {where} {exc}") from None
+        except Exception as exc:  # noqa: BLE001  (pyarrow raises several types for a broken block)
+            if fmt in ("csv", "tsv"):  # another pass over the file names the line
+                problem = describe_problem(input_path, "\t" if fmt == "tsv" else ",")
+                raise DropReadError(f"{input_path}: {problem or f'rows {read + 1}-{read + size}: {exc}'}") from None
+            raise DropReadError(f"{input_path}: rows {read + 1}-{read + size}: {exc}") from None
+        add_counts(tables, drop_counts(frame, groups))
+        read += size
+    return tables
 
 
 def _sample_stride(rows: int | None, sample_rows: int) -> int:

@@ -12,7 +12,7 @@ import ast
 from functools import lru_cache
 from pathlib import Path
 
-from . import frozen
+from . import drop_counts, frozen
 from .errors import ExportError
 from .files import write_atomic
 from .functions import split_imports
@@ -42,6 +42,10 @@ def render_module(registry: Registry, *, with_main: bool = True) -> str:
     if any(f"= {READ_ONLY_CALL}(" in body for body in bodies):
         imports.add(f"from {READ_ONLY_IMPORT[0]} import {READ_ONLY_IMPORT[1]}")
         bodies.insert(0, _read_only_source())
+    groups = drop_groups(registry)
+    if groups:  # functions read the whole drop: the module counts it as smolclean does
+        imports.add(f"from {READ_ONLY_IMPORT[0]} import {READ_ONLY_IMPORT[1]}")
+        bodies.insert(0, _drop_counts_source())
     analysts = sorted({_analyst_label(e.provenance.analyst, e.provenance.model) for e in registry.entries})
     drops = sorted({e.provenance.drop for e in registry.entries})
     names = [e.function.name for e in registry.entries]
@@ -60,19 +64,84 @@ def render_module(registry: Registry, *, with_main: bool = True) -> str:
     parts = ["\n".join(header), "\n".join(sorted(imports, key=_import_sort_key))]
     parts.extend(bodies)
     parts.append("FUNCTIONS = [" + ", ".join(names) + "]")
-    parts.append(
-        "def clean(df: pd.DataFrame) -> pd.DataFrame:\n"
-        '    """Apply every cleaning function in order and return the cleaned frame."""\n'
-        "    for function in FUNCTIONS:\n"
-        "        df = function(df)\n"
-        "    return df"
-    )
+    if groups:
+        parts.append(f"DROP_GROUPS = {groups!r}  # what the functions read of the whole drop (DROP_COUNTS)\n\n\n"
+                     + _CLEAN_WITH_DROP)
+    else:
+        parts.append(_CLEAN)
     source = "\n\n\n".join(parts) + "\n"
     try:
         ast.parse(source)  # the main block is ours, the same for every module, and parses
     except SyntaxError as exc:
         raise ExportError(f"the rendered module for {registry.dataset!r} does not parse: {exc}") from exc
-    return source + main_block(module_filename(registry.dataset)) if with_main else source
+    return source + main_block(module_filename(registry.dataset), counts=bool(groups)) if with_main else source
+
+
+_CLEAN = '''def clean(df: pd.DataFrame) -> pd.DataFrame:
+    """Apply every cleaning function in order and return the cleaned frame."""
+    for function in FUNCTIONS:
+        df = function(df)
+    return df'''
+
+_CLEAN_WITH_DROP = '''def clean(df: pd.DataFrame, drop: dict | None = None) -> pd.DataFrame:
+    """Apply every cleaning function in order and return the cleaned frame.
+
+    `drop`: the whole drop's counts (`drop_counts(whole_drop, DROP_GROUPS)`, or summed over its parts with
+    `add_counts`), by which the functions that read the drop decide; `python THIS_FILE IN OUT` counts the
+    file first, so a row's result never depends on the batch it is cleaned in. Without it they decide by what
+    they learned alone; pass `drop=drop_counts(df, DROP_GROUPS)` when `df` is the whole drop.
+    """
+    if drop is not None:
+        df = df.copy(deep=False)  # the caller's frame keeps its own attributes
+    for function in FUNCTIONS:
+        if drop is not None:
+            df = with_drop(df, drop)  # also after a function that made a new frame
+        df = function(df)
+    df.attrs.pop(DROP_ATTR, None)
+    return df'''
+
+
+def drop_groups(registry: Registry) -> list[tuple[str, ...]]:
+    """The groups of columns the registry's functions count over the whole drop (`DROP_COUNTS` in a
+    function's body, see core/drop_counts.py), each once, in the order the functions name them."""
+    groups: dict[tuple[str, ...], None] = {}
+    for entry in registry.entries:
+        groups.update(dict.fromkeys(_declared_groups(entry.function.code)))
+    return list(groups)
+
+
+@lru_cache(maxsize=256)
+def _declared_groups(code: str) -> tuple[tuple[str, ...], ...]:
+    """The `DROP_COUNTS = [...]` a function's body declares: a literal list of tuples of column names."""
+    found: list[tuple[str, ...]] = []
+    for node in ast.walk(ast.parse(code)):
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == "DROP_COUNTS"):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+            if isinstance(value, (list, tuple)):
+                found.extend(tuple(group) for group in value if isinstance(group, (list, tuple)) and group
+                             and all(isinstance(column, str) for column in group))
+    return tuple(dict.fromkeys(found))
+
+
+@lru_cache(maxsize=1)
+def _drop_counts_source() -> str:
+    """core/drop_counts.py's constants and functions, as the module holds them."""
+    source = Path(drop_counts.__file__).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    kept = []
+    for node in tree.body[1:]:  # the file's docstring: the module has its own
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        start = node.lineno
+        while start > 1 and lines[start - 2].startswith("#"):
+            start -= 1  # its comment
+        kept.append("\n".join(lines[start - 1:node.end_lineno]))
+    return "# smolclean's own: the drop counted once, so every batch sees the same counts\n" + "\n\n\n".join(kept)
 
 
 @lru_cache(maxsize=256)

@@ -40,7 +40,7 @@ _TAIL = """
         _sys.exit("usage: python {filename} IN OUT [BATCH_ROWS [WORKERS]]")
     try:
         _rows_in, _rows_out = clean_file(clean, _sys.argv[1], _sys.argv[2], int(_sys.argv[3]) if _sys.argv[3:] else BATCH_ROWS,
-                                         int(_sys.argv[4]) if _sys.argv[4:] else None)
+                                         int(_sys.argv[4]) if _sys.argv[4:] else None{counts})
     except (OSError, ValueError) as _exc:
         print(f"{{_sys.argv[1]}}: {{_exc}}", file=_sys.stderr)
         _sys.exit(2)
@@ -60,9 +60,10 @@ class _Definition:
 
 
 @lru_cache(maxsize=64)
-def main_block(filename: str) -> str:
+def main_block(filename: str, *, counts: bool = False) -> str:
     """The module's `__main__` block for a module saved as `filename` (made once per name: it is pasted from
-    drop_io's files, which do not change while the process runs).
+    drop_io's files, which do not change while the process runs). `counts`: the module's functions read the
+    whole drop, which is counted before any batch is cleaned (core/drop_counts.py).
 
     Example:
         >>> "def clean_file(" in main_block("clean_customers.py")
@@ -79,7 +80,8 @@ def main_block(filename: str) -> str:
             parts.append(f"# drop_io/{name}.py\n# {_summary(name)}\n" + "\n\n\n".join(texts))
     body = "\n\n\n".join(parts)
     indented = "\n".join(("    " + line) if line.strip() else "" for line in body.splitlines())
-    return _HEAD.format(filename=filename) + indented + "\n" + _TAIL.format(filename=filename)
+    counted = ",\n                                         counts=(DROP_GROUPS, drop_counts, add_counts)" if counts else ""
+    return _HEAD.format(filename=filename) + indented + "\n" + _TAIL.format(filename=filename, counts=counted)
 
 
 def _source(name: str) -> str:

@@ -77,6 +77,9 @@ CONDITION_MAX_VALUES = 10
 MAX_DETERMINANTS = 4
 #: Pairs of sources compared for copies at most (n_keys * n_sources**2 cells of work).
 MAX_COPY_WORK = 50_000_000
+#: A key the module finds in a drop it cleans (no learning checked it) needs more: this many rows, and its value
+#: this many times the runner-up's rows (the repairing function reads the drop's own counts).
+DROP_KEY_ROWS, DROP_KEY_RATIO = 5, 4.0
 #: Rows a key needs before its value may overwrite a value that is valid on its own.
 STRONG_SUPPORT = 50
 #: A key whose runner-up value this many rows hold, and other keys have as their usual value, has two real

@@ -5,6 +5,7 @@ from it parse, clean and encode the batches side by side. Memory stays bounded b
 """
 
 import contextlib
+import functools
 import os
 import re
 import time
@@ -15,7 +16,7 @@ from .output_files import check_output, remove_stale_temporaries
 from .writers import BatchWriter, encode_batch
 
 
-def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
+def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None, counts=None):
     """Clean `source` batch by batch with `clean(df)` and write `destination`; returns (rows in, rows out).
 
     `workers` processes (default: one per core) clean batches side by side: this one and `workers - 1`
@@ -23,6 +24,10 @@ def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
     it and writes it as the output file's bytes; this process reads the drop, cleans a batch itself
     whenever the forked ones are all busy, and appends the bytes in the input's order. Where processes
     cannot be forked (Windows), or with one worker, every batch is cleaned here.
+
+    `counts`: (groups, drop_counts, add_counts) when the module's functions read the whole drop: the drop is
+    read once first and counted, and every batch is cleaned with `clean(df, drop=the counts)`, so a row's
+    result never depends on the batch it is in (core/drop_counts.py).
 
     The output may not be the input (OutputIsInput, before anything is read or written). It is written
     under a temporary name beside it and renamed, synced to disk, when every batch is done; the temporary
@@ -35,6 +40,17 @@ def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
     remove_stale_temporaries(os.path.dirname(os.fspath(destination)))
     writer = BatchWriter(destination)
     workers = max(1, workers or _cores()) if "fork" in multiprocessing.get_all_start_methods() else 1
+    if counts:
+        groups, count, add = counts
+        tables = {}
+        for kind, data, numbers in encoded_batches(source, batch_rows):
+            try:
+                frame = decode_batch(kind, data)
+            except ValueError as exc:  # JsonlError too
+                raise _located(exc, numbers) from None
+            add(tables, count(frame, groups))
+            del frame, data
+        clean = functools.partial(clean, drop=tables)
     _WORK[:] = [clean, writer.kind]  # what the forked workers clean with
     return_freed_buffers()  # before forking: the workers inherit it
     pool = _Workers(workers - 1) if workers > 1 else None  # forked before any reading
@@ -44,14 +60,8 @@ def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
         nonlocal rows_in, rows_out
         try:
             data, header_bytes, columns, batch_in, batch_out = result.get()
-        except JsonlError as exc:
-            where = f"line {numbers[exc.index]}" if numbers and exc.index is not None else "a line"
-            raise ValueError(f"{where} {exc}") from None
-        except ValueError as exc:  # the CSV reader counts a block's rows from its header: name the file's line
-            row = re.search(r"\bRow #(\d+)", str(exc))
-            if not numbers or not row or not 2 <= int(row[1]) < len(numbers) + 2:
-                raise
-            raise ValueError(str(exc).replace(row[0], f"line {numbers[int(row[1]) - 2]}")) from None
+        except ValueError as exc:  # JsonlError too
+            raise _located(exc, numbers) from None
         writer.write_encoded(data, header_bytes, columns)
         rows_in, rows_out = rows_in + batch_in, rows_out + batch_out
 
@@ -81,6 +91,17 @@ def clean_file(clean, source, destination, batch_rows=BATCH_ROWS, workers=None):
         if pool:
             pool.stop(grace_s=10.0 if finished else 1.0)  # after a failure, what they clean is thrown away
     return rows_in, rows_out
+
+
+def _located(exc, numbers):
+    """A batch's reading error naming the file's line (`numbers`: the batch's lines in the file)."""
+    if isinstance(exc, JsonlError):
+        where = f"line {numbers[exc.index]}" if numbers and exc.index is not None else "a line"
+        return ValueError(f"{where} {exc}")
+    row = re.search(r"\bRow #(\d+)", str(exc))  # the CSV reader counts a block's rows from its header
+    if not numbers or not row or not 2 <= int(row[1]) < len(numbers) + 2:
+        return exc
+    return ValueError(str(exc).replace(row[0], f"line {numbers[int(row[1]) - 2]}"))
 
 
 class _Workers:

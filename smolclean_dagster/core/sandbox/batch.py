@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import pickle
 import threading
 from dataclasses import dataclass
 from typing import Callable
@@ -48,11 +49,14 @@ class BatchRunner:
     """
 
     def __init__(self, program: Program, *, timeout_s: float, recycle_after: int, worker: WorkerProcess,
-                 check_level: Callable[[SandboxLevel], None], output: str | None = None) -> None:
+                 check_level: Callable[[SandboxLevel], None], output: str | None = None,
+                 drop: dict | None = None) -> None:
         if recycle_after < 1:
             raise SandboxError(f"recycle_after must be at least 1, got {recycle_after}")
         self.program = program
         self.output = output
+        # the whole drop's counts, handed to the entry as `drop=` on every call (core/drop_counts.py)
+        self._drop = pickle.dumps(drop, protocol=pickle.HIGHEST_PROTOCOL) if drop is not None else b""
         self.timeout_s = timeout_s
         self.recycle_after = recycle_after
         self._worker = worker
@@ -123,7 +127,9 @@ class BatchRunner:
                                 cpu_s=self.timeout_s * self.recycle_after, screened=True)
         if self.output is not None:
             header["io"] = {"output": self.output}
-        head, _ = self._worker.command(header, b"", timeout_s=self.timeout_s)
+        if self._drop:
+            header["drop"] = True
+        head, _ = self._worker.command(header, self._drop, timeout_s=self.timeout_s)
         if head.get("ok") is not True:
             frame_or_raise(head, b"")  # raises the error that stopped the code from loading
         self._session_open = True

@@ -112,11 +112,12 @@ class Sandbox:
         return self._execute(program.source, program.entry, df, timeout_s=timeout_s, screened=True)
 
     def batch_runner(self, code: str, *, entry: str = "clean", module: bool = True, timeout_s: float = 60.0,
-                     recycle_after: int = 50, output: str | None = None) -> BatchRunner:
+                     recycle_after: int = 50, output: str | None = None, drop: dict | None = None) -> BatchRunner:
         """A context manager applying one gated program to many frames in a reused, dedicated worker.
 
         With `output` (csv, tsv, jsonl or parquet) the runner also takes batches as the input file's bytes
-        and gives them back as the output file's (`BatchRunner.run_encoded`).
+        and gives them back as the output file's (`BatchRunner.run_encoded`). With `drop` (the whole drop's
+        counts, core/drop_counts.py) every call is `entry(batch, drop=drop)`.
 
         Example:
             >>> with sb.batch_runner(module_code) as runner:   # doctest: +SKIP
@@ -127,7 +128,7 @@ class Sandbox:
         worker = self._new_worker()
         worker.start()  # warms up while the caller prepares its first batch
         runner = BatchRunner(program, timeout_s=timeout_s, recycle_after=recycle_after, worker=worker,
-                             check_level=self._adopt_level, output=output)
+                             check_level=self._adopt_level, output=output, drop=drop)
         self._runners.add(runner)
         return runner
 

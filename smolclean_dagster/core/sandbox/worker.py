@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import argparse
 import builtins
+import functools
 import gc
 import importlib.util
 import linecache
 import os
+import pickle
 import select
 import signal
 import sys
@@ -194,7 +196,7 @@ class Zygote:
         if op == "run":
             return self._run_once(command, payload)
         if op == "open":
-            return self._open_session(command)
+            return self._open_session(command, payload)
         if op == "call" and self.session:
             return self._call_session(payload)
         if op == "close":
@@ -223,10 +225,10 @@ class Zygote:
         finally:
             os.close(from_child)
 
-    def _open_session(self, command: dict) -> tuple[dict, bytes, bytes]:
+    def _open_session(self, command: dict, payload: bytes) -> tuple[dict, bytes, bytes]:
         self._close_session()
         to_read, to_write = os.pipe()
-        pid, from_child = self._fork(command, in_fd=to_read, payload=None, parent_end=to_write)
+        pid, from_child = self._fork(command, in_fd=to_read, payload=payload, parent_end=to_write)
         os.close(to_read)
         self.session = (pid, to_write, from_child)
         return self._collect_session()
@@ -314,6 +316,8 @@ def _child(command: dict, zygote: Zygote, *, in_fd: int | None, out_fd: int, pay
         if in_fd is None:
             _reply(out_fd, *_call(function, payload, zygote.max_output))
             return
+        if command.get("drop"):  # the whole drop's counts from the orchestrator: every call gets them
+            function = functools.partial(function, drop=pickle.loads(payload))  # noqa: S301  (our own bytes)
         _reply(out_fd, head, b"")  # the session is ready for calls
         while True:
             try:
