@@ -83,7 +83,9 @@ _DUNDER_TEXT = re.compile(r"__\w+__|\{[^{}]*\.\s*_")
 # Common aliases whose missing import is the model's most frequent slip.
 _IMPORT_HINTS = {"pd": "import pandas as pd", "np": "import numpy as np", "re": "import re",
                  "math": "import math", "json": "import json", "datetime": "import datetime"}
-MAX_CODE_CHARS = 200_000
+#: What runs in the sandbox at most: the functions with their learned tables (compacted past a few hundred
+#: entries) and smolclean's own helpers the module carries (reading the whole drop's counts, read-only constants).
+MAX_CODE_CHARS = 240_000
 #: Room for an exported module's `__main__` block (smolclean's own file reading and writing, never run in the
 #: sandbox) on top of MAX_CODE_CHARS.
 MAIN_BLOCK_CHARS = 50_000
