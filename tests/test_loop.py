@@ -155,3 +155,33 @@ def test_two_chunks_of_a_wave_adding_the_same_plan_item_add_it_once(messy_csv, t
     finals = [list(chunk)[-1] for chunk in beside]
     assert store.load().plan == ("city: unify the spellings", "zip: pad to 5 digits")
     assert [f.reason for f in finals] == ["clean", "clean"]
+
+
+def test_a_registry_grown_by_one_function_runs_only_that_one_on_the_rows_it_cleaned_before(sandbox):
+    from smolclean_dagster.core import loop
+    from smolclean_dagster.core.export import render_module
+    from smolclean_dagster.core.functions import CleaningFunction
+    from smolclean_dagster.core.registry import Provenance, Registry, RegistryEntry
+
+    def entry(name: str, body: str) -> RegistryEntry:
+        code = f'def {name}(df):\n    """A step."""\n    df = df.copy()\n    {body}\n    return df\n'
+        return RegistryEntry(function=CleaningFunction.from_code(code, columns=["city"]),
+                             provenance=Provenance(drop="d.csv", chunk="c0", step=1, analyst="rules"))
+
+    rows = pd.DataFrame({"city": [" boston", "Chicago ", None, "denver"]}, dtype=object)
+    first = Registry(dataset="d").with_entry(entry("strip_city", "df['city'] = df['city'].str.strip()"))
+    both = first.with_entry(entry("title_city", "df['city'] = df['city'].str.title()"))
+    calls = []
+
+    class Counting:
+        def run(self, code, df, **kwargs):
+            calls.append(code.count("\ndef ") - 1)  # the functions besides `clean`
+            return sandbox.run(code, df, **kwargs)
+
+    loop._CLEANED.clear()
+    loop.clean_with(first, rows, Counting())
+    grown = loop.clean_with(both, rows, Counting())
+    assert calls == [1, 1], "the grown registry ran its new function alone"
+    whole = sandbox.run(render_module(both), rows, entry="clean", module=True)
+    pd.testing.assert_frame_equal(grown, whole)
+    assert grown["city"].tolist()[:2] == ["Boston", "Chicago"]

@@ -44,7 +44,7 @@ from .errors import ExportError
 from .export import render_module
 from .functions import CleaningFunction
 from .registry import DroppedFunction, Registry, RegistryEntry
-from .validate import COST_ROWS, CodeRunner, as_text, check_candidate, frames_equal
+from .validate import SAMPLE_ROWS, CodeRunner, as_text, check_candidate, frames_equal
 
 log = logging.getLogger("smolclean.consolidate")
 
@@ -328,7 +328,7 @@ def _check_merged(merged: CleaningFunction, registry: Registry, group: list[int]
     from .sandbox import SandboxError
 
     entries = [registry.entries[i] for i in group]
-    spread = rows.iloc[np.linspace(0, len(rows) - 1, COST_ROWS).round().astype(int)] if len(rows) > COST_ROWS else rows
+    spread = rows.iloc[np.linspace(0, len(rows) - 1, SAMPLE_ROWS).round().astype(int)] if len(rows) > SAMPLE_ROWS else rows
     try:
         before = _run(registry.with_entries(list(registry.entries[: group[0]])), spread.reset_index(drop=True),
                       runner, timeout_s)

@@ -95,12 +95,21 @@ def clean_with(registry: Registry, df: pd.DataFrame, runner: CodeRunner, *, time
         return df.reset_index(drop=True)
     from .export import render_module
 
-    key = (id(df), df.shape, registry.dataset, tuple((e.function.name, e.function.code) for e in registry.entries))
+    functions = tuple((e.function.name, e.function.code) for e in registry.entries)
+    key = (id(df), df.shape, registry.dataset, functions)
     if key in _CLEANED and _CLEANED[key][0] is df:
         _CLEANED.move_to_end(key)
         return _CLEANED[key][1].copy()
+    # The registry is most often the one before plus a function accepted since: only that one runs, on the rows
+    # as the one before left them.
+    done, start = 0, df
+    for (_, _, dataset, before), (source, cleaned) in _CLEANED.items():
+        if source is df and dataset == registry.dataset and done < len(before) < len(functions) \
+                and functions[:len(before)] == before:
+            done, start = len(before), cleaned
+    rest = registry if not done else registry.model_copy(update={"entries": registry.entries[done:]})
     try:
-        cleaned = runner.run(render_module(registry), df, entry="clean", module=True, timeout_s=timeout_s)
+        cleaned = runner.run(render_module(rest), start, entry="clean", module=True, timeout_s=timeout_s)
     except MODEL_FAULTS as exc:
         raise SmolcleanError(
             f"the registry of {registry.dataset!r} (version {registry.version}) fails on new rows: {exc}; "

@@ -23,7 +23,7 @@ from ..core.plan import ChunkPlan, StepBudget, plan_chunks
 from ..core.profile import Finding, detect_issues
 from ..core.steps import ChunkTrace
 from ..core.storage import DatasetStore
-from ..core.validate import COST_ROWS
+from ..core.validate import SAMPLE_ROWS
 from ..drop_folder import find_drop_file
 from ..metadata import findings_metadata, frame_preview, plan_metadata, trace_metadata
 from ..partitions import chunks_partitions, drops_partitions
@@ -155,7 +155,7 @@ def chunk_functions_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDef
         work = ChunkWork(
             dataset=s.name, drop=plan.drop, chunk_id=context.partition_key,
             rows=plan.chunk_rows(df, context.partition_key), holdout=plan.holdout_rows(df),
-            reference=plan.visible_rows(df, limit=REFERENCE_ROWS), sample=plan.visible_rows(df, limit=COST_ROWS),
+            reference=plan.visible_rows(df, limit=REFERENCE_ROWS), sample=plan.visible_rows(df, limit=SAMPLE_ROWS),
             hidden=frozenset(c.id for c in plan.chunks if c.wave == wave and c.reason and c.id != context.partition_key),
             why=plan.chunk(context.partition_key).reason,
         )

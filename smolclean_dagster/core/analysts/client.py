@@ -9,9 +9,11 @@ the OpenAI SDK's hidden retries are switched off so that every attempt is ours a
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import logging
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -149,6 +151,7 @@ class LLMClient:
         self.settings = settings
         self.cache = ResponseCache(settings.cache_dir) if settings.cache_dir is not None else None
         self._limiter = _limiter(settings)
+        prefetch_litellm()
 
     def complete(self, messages: Messages) -> Completion:
         """The model's reply to `messages`: from the cache when this exact request was made before.
@@ -282,6 +285,25 @@ def use_local_price_map() -> None:
     """Make litellm read its bundled price map instead of fetching one over the network when it is imported
     (unless the user chose otherwise); call before anything imports litellm."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def prefetch_litellm() -> None:
+    """Import litellm in a background thread, once per process: its import takes seconds, which the drop's
+    reading and the rules' steps now cover instead of the first call (a later `import_litellm` waits for it)."""
+    with _PREFETCH_LOCK:
+        if _PREFETCHED or "litellm" in sys.modules:
+            return
+        _PREFETCHED.append(True)
+    threading.Thread(target=_import_quietly, name="smolclean-litellm-import", daemon=True).start()
+
+
+def _import_quietly() -> None:
+    with contextlib.suppress(Exception):  # a missing litellm is reported by the call that needs it
+        import_litellm()
+
+
+_PREFETCH_LOCK = threading.Lock()
+_PREFETCHED: list[bool] = []
 
 
 def import_litellm() -> Any:

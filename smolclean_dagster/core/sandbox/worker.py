@@ -314,7 +314,8 @@ def _child(command: dict, zygote: Zygote, *, in_fd: int | None, out_fd: int, pay
             _reply(out_fd, head, b"")
             return
         if in_fd is None:
-            _reply(out_fd, *_call(function, payload, zygote.max_output))
+            call = _call_checked if command.get("checked") else _call
+            _reply(out_fd, *call(function, payload, zygote.max_output))
             return
         if command.get("drop"):  # the whole drop's counts from the orchestrator: every call gets them
             function = functools.partial(function, drop=pickle.loads(payload))  # noqa: S301  (our own bytes)
@@ -381,6 +382,33 @@ def _call(function, payload: bytes, max_output: int) -> tuple[dict, bytes]:
     except BaseException as exc:  # noqa: BLE001  (MemoryError and SystemExit included)
         return _describe_failure(exc), b""
     return _run(function, frame, lambda result: (wire.encode_frame(result), {}), "stored as a table", max_output)
+
+
+def _call_checked(function, payload: bytes, max_output: int) -> tuple[dict, bytes]:
+    """Validation's three runs in one child: the entry on the frame (timed), on the frame again (is it
+    deterministic?) and on its own result as the caller would decode it (is it idempotent?). The data is the
+    results' frames one after another, their sizes in the header's `parts`. A failure of the first run is the
+    reply, as a run of its own would have given it; one of the others is in `failed` (by run) with no frame,
+    for the caller to raise when it comes to that check."""
+    results, failed, seconds = [], {}, 0.0
+    for run in range(3):
+        if run == 2 and not results[0]:
+            break
+        try:
+            frame = wire.decode_frame(payload if run < 2 else results[0])
+        except BaseException as exc:  # noqa: BLE001  (MemoryError and SystemExit included)
+            head = _describe_failure(exc)
+        else:
+            head, data = _run(function, frame, lambda result: (wire.encode_frame(result), {}), "stored as a table",
+                              max_output)
+        if head.get("ok") is not True:
+            if run == 0:
+                return head, b""
+            failed[str(run)], data = head, b""
+        elif run == 0:
+            seconds = head["seconds"]
+        results.append(data)
+    return {"ok": True, "seconds": seconds, "parts": [len(r) for r in results], "failed": failed}, b"".join(results)
 
 
 def _call_io(function, payload: bytes, output: str, max_output: int) -> tuple[dict, bytes]:
