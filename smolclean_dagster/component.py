@@ -181,6 +181,7 @@ class SmolcleanComponent(dg.Component, dg.Resolvable):
     max_steps: Annotated[int | None, _setting("max_steps")] = None
     planning_interval: Annotated[int | None, _setting("planning_interval")] = None
     concurrency: Annotated[int | None, _setting("concurrency")] = None
+    labels: Annotated[str | None, _setting("labels")] = None
     holdout_fraction: Annotated[float | None, _setting("holdout_fraction")] = None
     require_strong_sandbox: Annotated[bool | None, _setting("require_strong_sandbox")] = None
     timeout_s: Annotated[float | None, _setting("timeout_s")] = None
@@ -202,7 +203,7 @@ class SmolcleanComponent(dg.Component, dg.Resolvable):
             for f in fields(self)
             if getattr(self, f.name) is not None
         }
-        for path_field in ("workdir", "drop_folder"):
+        for path_field in ("workdir", "drop_folder", "labels"):
             if project_root is not None and path_field in values:
                 values[path_field] = Path(project_root) / str(values[path_field])  # absolute stays absolute
         if project_root is not None and "workdir" not in values:

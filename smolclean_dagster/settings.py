@@ -61,6 +61,11 @@ class DatasetSettings(BaseModel):
         default=4, gt=0, description="chunks per wave: the registry is consolidated and published after each wave"
     )
     concurrency: int = Field(default=2, gt=0, le=64, description="chunks analysed at once (separate processes)")
+    labels: Path | None = Field(
+        default=None,
+        description="a corrected label sample of one of the dataset's drops (named after the drop, as `smolclean "
+                    "label` writes it): every learning of that drop is held to it",
+    )
     holdout_fraction: float = Field(
         default=0.2, ge=0.0, lt=0.9, description="share of the drop's rows held out to validate functions on"
     )
@@ -134,6 +139,12 @@ class DatasetSettings(BaseModel):
     @property
     def drops_dir(self) -> Path:
         return self.drop_folder or self.workdir / "drops" / self.name
+
+    def labels_of(self, drop: Path | str) -> Path | None:
+        """The `labels` setting when it is the corrected sample of `drop` (the same stem), else None."""
+        if self.labels is None or Path(self.labels).stem != Path(drop).stem:
+            return None
+        return Path(self.labels)
 
     @property
     def labels_dir(self) -> Path:

@@ -163,6 +163,26 @@ def test_a_bad_label_file_starts_nothing_stores_nothing_and_says_which_row(tmp_p
     assert not (settings.storage_dir / "labels").exists() and not (settings.storage_dir / "learning_starts").exists()
 
 
+def test_the_labels_setting_goes_with_the_learning_the_drop_folder_starts_for_its_drop(tmp_path):
+    labels = tmp_path / "handed_back" / "products.csv"
+    settings = _settings(tmp_path).model_copy(update={"labels": labels})
+    settings.drops_dir.mkdir(parents=True)
+    drop = products(settings.drops_dir / "products.csv")
+    (settings.drops_dir / "zeta.csv").write_bytes(drop.read_bytes())
+    labels.parent.mkdir()
+    pd.read_csv(drop, dtype=str).head(3).assign(**{ROW: ["1", "2", "3"]}).to_csv(labels, index=False)
+    with dg.instance_for_test() as instance:
+        daemon = Daemon(build_defs(settings), instance)
+        requests = []
+        for _ in range(3):
+            requests += daemon.tick(f"{NAME}_drop_folder").run_requests
+            if requests:
+                break
+        # a dataset with no module learns from one drop at a time: its first, products.csv, with the labels
+        assert [r.tags.get(LABELS_TAG) for r in requests] == [str(labels)], requests
+    assert settings.labels_of("zeta.csv") is None and settings.labels_of("products.csv") == labels
+
+
 def test_a_corrected_file_names_its_drop_by_its_stem():
     assert drop_of_label("people.csv", ["people.csv", "orders.json"]) == "people.csv"
     assert drop_of_label("orders.jsonl", ["people.csv", "orders.json"]) == "orders.json"

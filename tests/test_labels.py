@@ -217,3 +217,19 @@ def test_picked_rows_are_stable_and_spread_when_nothing_is_suspect():
     picked = pick_rows(frame, 10)
     assert picked == pick_rows(frame, 10) and len(picked) == 10
     assert max(picked) > 600 and min(picked) < 100
+
+
+def test_the_labels_setting_holds_learning_to_the_drops_corrected_sample_and_a_misnamed_one_is_refused(tmp_path):
+    drop = products(tmp_path / "products.csv")
+    sample = label_sample(drop, tmp_path / "to_label.csv", rows=6)
+    (tmp_path / "handed_back").mkdir()
+    named = corrected(sample, tmp_path / "handed_back" / "products.csv", lambda row: None)  # all confirmed
+    taught = learn(drop, tmp_path / "w", "--set", f"labels={named}")
+    assert taught.returncode == 0, taught.stderr
+    assert "6 labelled rows from products.csv" in taught.stdout
+
+    misnamed = corrected(sample, tmp_path / "corrected.csv", lambda row: None)
+    refused = learn(drop, tmp_path / "w2", "--set", f"labels={misnamed}")
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert "named after drop 'corrected', not 'products'; name it products.csv" in refused.stderr
+    assert not (tmp_path / "w2" / "storage").exists(), "nothing stored from a refused setting"

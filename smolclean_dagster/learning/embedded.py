@@ -31,11 +31,12 @@ from ..assets import LLM_POOL
 from ..cleaning.drop_runs import LEARNED_FROM_TAG
 from ..core.analysts.client import use_local_price_map
 from ..core.drops import drop_format, drop_key, read_drop
-from ..core.errors import DropReadError, SmolcleanError
+from ..core.errors import DropReadError, LabelError, SmolcleanError
 from ..core.export import module_filename
 from ..core.instructions import ItemState, stop_reason
 from ..core.label_store import forget_learning, save_labels
 from ..core.labels import read_labels
+from ..core.labels_folder import sample_name
 from ..core.learning_flow import FlowStep, forget_for_new_items
 from ..core.plan import ChunkPlan
 from ..core.quality import ValidationReport
@@ -128,7 +129,8 @@ def learn(
     With `concurrency` above 1, the chunks of a wave run in worker processes that import the caller's main
     module, as any Python multiprocessing does: call `learn()` from a script under `if __name__ == "__main__":`.
 
-    `labels` (rows of the drop the user corrected, see `core.labels`) hold every candidate function to them.
+    `labels` (rows of the drop the user corrected, see `core.labels`; default: the `labels` setting when it is
+    this drop's) hold every candidate function to them.
 
     Example:
         >>> learn(DatasetSettings(name="customers", workdir="work"), Path("customers.csv"))  # doctest: +SKIP
@@ -136,6 +138,12 @@ def learn(
     # Settings, the drop and its labels first: nothing (instance, settings file, a copy of the drop) is stored
     # when the analyst cannot be made (a missing model), the drop cannot be read or its labels are not its own.
     settings.make_analyst()
+    if labels is None and settings.labels is not None:  # the `labels` setting, named after the drop it labels
+        labels = settings.labels_of(source)
+        if labels is None:
+            raise LabelError(f"labels={settings.labels}: the setting's file is named after drop "
+                             f"{Path(settings.labels).stem!r}, not {source.stem!r}; name it {sample_name(source)}, "
+                             "as `smolclean label` writes it, or pass the file with --labels")
     labelled = read_labels(labels, source) if labels is not None else None
     path = place_drop(settings, source)
     if settings.concurrency > 1 and min(settings.planning_interval, settings.chunk_budget) > 1:

@@ -85,8 +85,14 @@ def build_drop_folder_sensor(s: DatasetSettings, jobs: list) -> dg.SensorDefinit
                 else:
                     runs.append(clean_request(name, key, f.fingerprint))
             elif s.learn_on_residual == "auto" and learning is None and not runs:
+                labels = s.labels_of(f.name)
+                if labels is not None and not labels.is_file():
+                    context.log.warning(f"not learning from {f.name}: labels={labels} (the setting) is no file; save "
+                                        "the drop's corrected sample there, or unset the setting")
+                    waiting.append(f.name)
+                    continue
                 context.log.info(f"{f.name}: no module for {name!r} yet, learning one from this drop")
-                runs.append(learning_request(name, key, f.fingerprint))
+                runs.append(learning_request(name, key, f.fingerprint, labels=labels))
             else:
                 waiting.append(f.name)
                 continue
@@ -248,7 +254,9 @@ def _residual_request(context: dg.SensorEvaluationContext, s: DatasetSettings, c
         context.log.info(f"{cleaning.drop}: {_what_failed(cleaning)} failed, but this version was learned from already")
         return None
     context.log.info(f"{cleaning.drop}: {_what_failed(cleaning)} failed, learning from it")
-    return learning_request(s.name, cleaning.drop, cleaning.fingerprint)
+    labels = s.labels_of(cleaning.drop)
+    return learning_request(s.name, cleaning.drop, cleaning.fingerprint,
+                            labels=labels if labels is not None and labels.is_file() else None)
 
 
 def _what_failed(cleaning: Cleaning) -> str:
