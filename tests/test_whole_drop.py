@@ -301,3 +301,39 @@ def test_a_querys_answer_stays_in_the_prompt_after_the_next_step(tmp_path, sandb
     earlier = prompts[2].split("## Your earlier queries on this chunk")[1].split("\n## ")[0]
     assert '`df["city"].nunique()` returned:' in earlier and "10" in earlier  # ten cities: the model keeps its answer
     assert "sorted(df" in prompts[2].split("## The answer to your query")[1]
+
+
+def test_a_new_plan_line_keeps_the_function_serving_it_when_another_chunk_took_its_number(tmp_path, sandbox):
+    from smolclean_dagster.core.analysts import make_analyst
+    from smolclean_dagster.core.loop import ChunkWork, LoopSettings, run_chunk
+    from smolclean_dagster.core.registry import RegistryStore
+
+    df = pd.read_csv(addresses(tmp_path / "a.csv"), dtype=str, keep_default_na=False)
+    store = RegistryStore(tmp_path / "registry.json", "a")
+    store.update(lambda reg: reg.with_plan(("state: write every state as its two-letter code",), extend=False))
+    script = [  # shown item 1, the model numbers its new line 2
+        reply("<issues>\n- city: misspellings\n</issues>\n<plan>\n- city: fix the two misspelled cities\n</plan>\n"
+              f"<code>\n```python\n{FIX_CITY}```\n</code>\n<serves>2</serves>\n<status>needs_more_work</status>"),
+        reply("<issues>\n</issues>\n<declined>\n- 1: every state is a code already\n- 2: nothing in the row says which "
+              "cell is wrong\n</declined>\n<status>clean</status>"),
+    ]
+
+    def answer(request):  # while the model writes that reply, another chunk of the wave adds the plan's #2
+        store.update(lambda reg: reg.with_plan(("zip: check the zip code whose city disagrees",), extend=True))
+        return script.pop(0)
+
+    with ScriptedLLM(responder=lambda request: answer(request) if len(script) == 2 else script.pop(0)) as llm:
+        analyst = make_analyst("llm", model="openai/test-model", api_base=llm.api_base, api_key="test",
+                               cache_dir=tmp_path / "cache", backoff_s=0.01, backoff_max_s=0.05, timeout_s=5.0)
+        work = ChunkWork(dataset="a", drop="a.csv", chunk_id="c0", rows=df.iloc[:50].reset_index(drop=True),
+                         holdout=df.iloc[2400:].reset_index(drop=True), reference=df.iloc[:2400].reset_index(drop=True),
+                         sample=df.iloc[:2400].reset_index(drop=True))
+        list(run_chunk(work, analyst, store, sandbox, LoopSettings(max_steps=4)))
+        prompts = [r.prompt for r in llm.requests]
+    assert "1. [OPEN] state: write every state" in prompts[0] and "2. [" not in prompts[0]
+    registry = store.load()
+    assert registry.plan == ("state: write every state as its two-letter code",
+                             "zip: check the zip code whose city disagrees", "city: fix the two misspelled cities")
+    states = {s.number: s.state for s in registry.coverage(registry.items_for(""))}
+    assert states == {1: "declined", 2: "declined", 3: "served"}, states
+    assert "3. [served by fix_city_spellings] city: fix the two misspelled cities" in prompts[1], prompts[1]

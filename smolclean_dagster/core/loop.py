@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -27,7 +27,8 @@ import pandas as pd
 from .analysts.base import AnalysisRequest, Analyst, Proposal, RegisteredSummary, Usage
 from .errors import SmolcleanError
 from .functions import CleaningFunction, constants_of
-from .instructions import Declined, InstructionItem, ItemState, new_items, open_items, split_instructions, with_items
+from .instructions import (Declined, InstructionItem, ItemState, item_key, new_items, open_items, split_instructions,
+                           with_items)
 from .labels import Broken, Labels, describe_broken
 from .profile import detect_issues
 from .registry import Provenance, Registry, RegistryEntry, RegistryStore
@@ -239,6 +240,12 @@ def run_chunk(
             shown = len(registry.plan)
             planned = store.update(lambda reg: reg.with_plan(new_items(reg.plan, proposal.plan), extend=bool(shown)))
             planned = planned.without_chunks(work.hidden)
+            # The reply numbers its new lines after the items it was shown; another chunk may have taken those
+            # numbers since: each is the number its line holds now.
+            renumber = _own_lines(shown, new_items(registry.plan, proposal.plan), planned.plan)
+            if renumber:
+                proposal = _renumbered(proposal, renumber)
+                queued = [_renumbered(q, renumber) for q in queued]
             if len(planned.plan) > shown:
                 items = planned.items_for("")
                 reads = True  # the function beside the plan may already serve its items, or decline them
@@ -461,6 +468,27 @@ def _answer(query: str, rows: pd.DataFrame, runner: CodeRunner, settings: LoopSe
         return queries.run_query(query, rows, runner, timeout_s=settings.timeout_s)
     except (queries.QueryError, *MODEL_FAULTS) as exc:
         return f"the query could not run: {type(exc).__name__}: {exc}"
+
+
+def _own_lines(shown: int, lines: tuple[str, ...], plan: Sequence[str]) -> dict[int, int]:
+    """{the number a reply gave its i-th new plan line (`lines`: those no item it was shown says, numbered after
+    the `shown` items): the number that line holds in `plan` now}, for the numbers that changed."""
+    where = {item_key(text): n for n, text in enumerate(plan, start=1)}
+    numbers = {shown + i: where.get(item_key(line), 0) for i, line in enumerate(lines, start=1)}
+    return {said: now for said, now in numbers.items() if now != said}
+
+
+def _renumbered(proposal: Proposal, renumber: dict[int, int]) -> Proposal:
+    """The proposal with its items' numbers as `_own_lines` maps them (a line the plan did not take: none)."""
+    def moved(numbers):
+        return tuple(n for n in (renumber.get(n, n) for n in numbers) if n)
+
+    return proposal.model_copy(update={
+        "serves": moved(proposal.serves),
+        "declines": tuple(d.model_copy(update={"number": renumber[d.number]}) if d.number in renumber else d
+                          for d in proposal.declines if renumber.get(d.number, d.number)),
+        "more": tuple((f, moved(s)) for f, s in proposal.more),
+    })
 
 
 def _served_texts(numbers: tuple[int, ...], items: tuple[InstructionItem, ...]) -> tuple[str, ...]:
