@@ -233,3 +233,30 @@ def test_the_labels_setting_holds_learning_to_the_drops_corrected_sample_and_a_m
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
     assert "named after drop 'corrected', not 'products'; name it products.csv" in refused.stderr
     assert not (tmp_path / "w2" / "storage").exists(), "nothing stored from a refused setting"
+
+
+def test_a_rule_that_breaks_a_label_stays_with_that_value_as_written_and_makes_its_other_fixes(tmp_path):
+    drop = products(tmp_path / "products.csv")
+    sample = label_sample(drop, tmp_path / "to_label.csv")
+    spaced = list(sample.index[sample["city"].str.startswith(" ")])
+    assert len(spaced) >= 2
+    # the person confirms one city's leading space (their source writes it so) and says nothing of the others
+    path = corrected(sample.loc[spaced[:1]], tmp_path / "corrected.csv", lambda row: None)
+    taught = learn(drop, tmp_path / "w", "--labels", str(path))
+    assert taught.returncode == 0, taught.stderr
+    module_dir = tmp_path / "w" / "modules" / "products"
+    module = (module_dir / "clean_products.py").read_text()
+    confirmed = sample.loc[spaced[0], "city"]
+    assert "def strip_whitespace" in module and f"KEPT = {{'city': [{confirmed!r}]}}" in module
+    report = (module_dir / "report.md").read_text()
+    assert f"kept, these values as written: {{'city': [{confirmed!r}]}}" in report
+    out = tmp_path / "out.csv"
+    ran = subprocess.run([sys.executable, str(module_dir / "clean_products.py"), str(drop), str(out)],
+                         capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    raw = pd.read_csv(drop, dtype=str, keep_default_na=False)
+    cleaned = pd.read_csv(out, dtype=str, keep_default_na=False)
+    was_spaced = raw["city"].str.startswith(" ")
+    assert (cleaned.loc[was_spaced, "city"] == raw.loc[was_spaced, "city"].where(
+        raw.loc[was_spaced, "city"] == confirmed, raw.loc[was_spaced, "city"].str.strip())).all()
+    assert (cleaned["city"] == confirmed).sum() == (raw["city"] == confirmed).sum() >= 1

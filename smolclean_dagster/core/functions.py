@@ -204,3 +204,48 @@ def columns_in_code(code: str, columns: list[str] | tuple[str, ...]) -> list[str
     literals = {n.value for n in ast.walk(tree)
                 if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in in_tables}
     return [str(c) for c in columns if str(c) in literals]
+
+
+def kept_as_written(code: str, name: str, kept: dict[str, list[str]]) -> str:
+    """`code` (one function `name`) as a function that runs it as it was, then gives back the cells of `kept`'s
+    columns holding its values (as the function received them) their value: what a person's labelled rows show
+    the function must not change, wherever it meets those values.
+
+    Example:
+        >>> code = 'import pandas as pd\\n\\n\\ndef f(df):\\n    return df.assign(a=df["a"].str.lower())\\n'
+        >>> "KEPT = {'a': ['ACME']}" in kept_as_written(code, "f", {"a": ["ACME"]})
+        True
+    """
+    node = next((n for n in ast.parse(code).body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if node is None or not node.body:
+        raise ValueError(f"the code defines no function {name!r} to keep values of")
+    lines = code.splitlines()
+    head = "\n".join(lines[:node.lineno - 1]).rstrip("\n")
+    body = "\n".join("    " + line if line.strip() else "" for line in lines[node.body[0].lineno - 1:node.end_lineno])
+    summary = (ast.get_docstring(node) or name).split("\n\n")[0].replace("\n", " ").rstrip(".").replace('"', "'")
+    kept = {column: sorted(set(values)) for column, values in sorted(kept.items()) if values}
+    return "\n".join([
+        ("" if "import pandas as pd" in head else "import pandas as pd\n") + head,
+        "",
+        "",
+        f"def {name}(df: pd.DataFrame) -> pd.DataFrame:",
+        f'    """{summary}; values the user\'s labelled rows show it must not change stay as written (KEPT)."""',
+        f"    KEPT = {kept!r}  # column -> values kept as written: changing them broke a labelled cell",
+        "",
+        "    def as_learned(df):",
+        body,
+        "",
+        "    out = as_learned(df)",
+        "    if len(out) != len(df):",
+        "        return out",
+        "    out = out.copy(deep=False)",
+        "    for column, values in KEPT.items():",
+        "        if column in df.columns and column in out.columns:",
+        "            held = df[column].isin(values).to_numpy()",
+        "            if held.any():",
+        "                cells = out[column].to_numpy(dtype=object, copy=True)",
+        "                cells[held] = df[column].to_numpy(dtype=object)[held]",
+        "                out[column] = pd.Series(cells, index=out.index, dtype=object)",
+        "    return out",
+        "",
+    ])

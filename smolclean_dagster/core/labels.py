@@ -42,6 +42,8 @@ RARE_CELLS = 2
 SUSPECT_ROWS = 20_000
 #: How a rejection for broken labels starts (the report finds them by it).
 BROKEN_LABELS = "it breaks"
+#: How a rule that broke a label and was kept, the values it broke left as written, says so in its verdict.
+KEPT_FOR_LABELS = "as learned, so the values it changed there stay as written"
 #: Cells of a broken label named in a rejection, at most.
 SHOWN_CELLS = 5
 

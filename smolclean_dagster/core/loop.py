@@ -16,6 +16,7 @@ analyst; errors that are ours (storage, configuration) raise.
 
 from __future__ import annotations
 
+import ast
 import logging
 import time
 from collections import OrderedDict
@@ -26,10 +27,10 @@ import pandas as pd
 
 from .analysts.base import AnalysisRequest, Analyst, Proposal, RegisteredSummary, Usage
 from .errors import SmolcleanError
-from .functions import CleaningFunction, constants_of
+from .functions import CleaningFunction, constants_of, kept_as_written
 from .instructions import (Declined, InstructionItem, ItemState, item_key, new_items, open_items, split_instructions,
                            with_items)
-from .labels import Broken, Labels, describe_broken
+from .labels import KEPT_FOR_LABELS, Broken, Labels, describe_broken
 from .profile import detect_issues
 from .registry import Provenance, Registry, RegistryEntry, RegistryStore
 from .sandbox import GateRejected, SandboxCrashed, SandboxError, SandboxTimeout, ResourceLimitExceeded, FunctionFailed
@@ -318,6 +319,23 @@ def run_chunk(
                 except MODEL_FAULTS as exc:
                     broken, taught = [], False
                     verdict_reason, ok, evidence = f"{type(exc).__name__}: {exc}", False, None
+                if broken and fn.rule is not None:
+                    # A rule is kept with the values it broke left as written, when that keeps every label and
+                    # passes the checks again; else it goes, with all its changes.
+                    guarded = _kept_as_labelled(fn, broken, registry, settings.labels, runner)
+                    if guarded is not None:
+                        try:
+                            verdict = check_candidate(
+                                guarded, chunk, holdout, runner, timeout_s=settings.timeout_s,
+                                allow_row_drops=settings.allow_row_drops, sample=sample, asks=asks)
+                            again, taught = _against_labels(guarded, registry, settings.labels, runner, settings)
+                        except MODEL_FAULTS:
+                            pass
+                        else:
+                            if verdict.accepted and not again:
+                                verdict_reason = (f"{describe_broken(broken)} {KEPT_FOR_LABELS} "
+                                                  f"({guarded.rule.context['kept']}); {verdict.reason}")
+                                fn, broken, evidence = guarded, [], verdict.evidence
                 if broken:
                     verdict_reason, ok, evidence = (
                         f"{describe_broken(broken)}; the user's labelled rows are ground truth: a cell you change "
@@ -396,6 +414,32 @@ def _against_labels(fn: CleaningFunction, registry: Registry, labels: Labels, ru
     broken = labels.broken_by(before, after)
     taught = not broken and bool(changed_cells(before, after).to_numpy().any())
     return broken, taught
+
+
+def _kept_as_labelled(fn: CleaningFunction, broken: list[Broken], registry: Registry, labels: Labels,
+                      runner: CodeRunner) -> CleaningFunction | None:
+    """The rule `fn` with every value it changed wrongly in a labelled cell left as written wherever it meets it
+    (`functions.kept_as_written`; its rule's context keeps them, so a merge with another function of its rule
+    keeps them too). None for a rule that keeps values already, or when there is nothing to keep."""
+    if fn.rule is None or fn.rule.context.get("kept"):
+        return None
+    before = clean_with(registry, labels.raw_rows(), runner)
+    at = {row: i for i, row in enumerate(labels.rows.index)}
+    kept: dict[str, list[str]] = {}
+    for b in broken:
+        if b.cell.column in before.columns and b.cell.row in at:
+            value = before[b.cell.column].iat[at[b.cell.row]]
+            if isinstance(value, str):
+                kept.setdefault(b.cell.column, []).append(value)
+    kept = {column: sorted(set(values)) for column, values in sorted(kept.items())}
+    if not kept:
+        return None
+    try:
+        code = kept_as_written(fn.code, fn.name, kept)
+        return CleaningFunction.from_code(code, columns=fn.columns, rule=fn.rule.model_copy(
+            update={"context": {**fn.rule.context, "kept": kept}}))
+    except (SyntaxError, ValueError):
+        return None
 
 
 def _harm_or_conflict(fn: CleaningFunction, registry: Registry, holdout: pd.DataFrame, reference: pd.DataFrame | None,

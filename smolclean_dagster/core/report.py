@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .analysts.rules import COMPACT_TABLE_ENTRIES
 from .instructions import InstructionItem, coverage_line
-from .labels import BROKEN_LABELS, Labels
+from .labels import BROKEN_LABELS, KEPT_FOR_LABELS, Labels
 from .files import write_atomic
 from .plan import ChunkPlan
 from .quality import ValidationReport
@@ -171,11 +171,16 @@ def labels_section(labels: Sequence[Labels], traces: Sequence[ChunkTrace]) -> li
         out += [f"  - row {c.row} {_md(repr(c.column))}: `{_md(c.before)}` -> `{_md(c.after)}`"
                 for c in label.corrections[:20]]
     broke = [(t.chunk_id, s) for t in traces for s in t.steps
-             if getattr(s, "kind", "") == "verdict" and not s.accepted and s.reason.startswith(BROKEN_LABELS)]
+             if getattr(s, "kind", "") == "verdict" and s.reason.startswith(BROKEN_LABELS)]
     if broke:
-        out += ["", "Functions that broke a label, and so were sent back (a model's) or dropped (a rule's):", "",
-                "| chunk | function | labels broken |", "|---|---|---|"]
-        out += [f"| `{c}` | `{s.function_name}` | {_md(s.reason.split('; the user')[0])} |" for c, s in broke]
+        out += ["", "Functions that broke a label: sent back (a model's), or dropped (a rule's), or, for a rule that "
+                "keeps every label once the values it broke stay as written, kept so:", "",
+                "| chunk | function | labels broken | outcome |", "|---|---|---|---|"]
+        for c, s in broke:
+            what, _, kept = s.reason.split("; the user")[0].partition(f" {KEPT_FOR_LABELS} ")
+            outcome = (f"kept, these values as written: {_md(kept.split(');')[0].lstrip('('))}" if kept
+                       else "sent back or dropped")
+            out.append(f"| `{c}` | `{s.function_name}` | {_md(what)} | {outcome} |")
     return out
 
 

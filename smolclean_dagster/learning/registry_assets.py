@@ -197,7 +197,7 @@ class _ModelMerger:
     def for_analyst(cls, analyst, s: DatasetSettings) -> "_ModelMerger | None":
         """One when the dataset's analyst has a model; None for the rules analyst."""
         llm = getattr(analyst, "llm", analyst)
-        return cls(llm, s) if hasattr(llm, "merge") else None
+        return None if isinstance(llm, RulesAnalyst) or not hasattr(llm, "merge") else cls(llm, s)
 
     def __call__(self, functions: list[CleaningFunction]) -> CleaningFunction | None:
         proposal = self.llm.merge(self.settings.name, functions, self.settings.instructions)

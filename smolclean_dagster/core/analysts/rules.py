@@ -40,7 +40,7 @@ from ..detectors import (
 from ..detectors.cells import NULL_TOKENS
 from ..detectors.date_format import candidate_formats
 from ..findings import Finding
-from ..functions import CleaningFunction, RuleSpec
+from ..functions import CleaningFunction, RuleSpec, kept_as_written
 from ..profile import detect_issues
 from .base import AnalysisRequest, Issue, ItemDecline, Proposal
 from .asked import (
@@ -396,6 +396,8 @@ class RulesAnalyst:
 
     def _render(self, template: str, context: dict, name: str, columns: list[str]) -> CleaningFunction:
         code = self._templates.get_template(template).render(name=name, **context)
+        if context.get("kept"):  # values a person's labelled rows keep as written (core/loop.py)
+            code = kept_as_written(code, name, context["kept"])
         return CleaningFunction.from_code(code, columns=columns, rule=RuleSpec(template=template, context=context))
 
     @staticmethod
