@@ -324,7 +324,7 @@ def test_tables_of_hundreds_of_keys_are_written_compactly_and_repair_as_the_refe
     fn = proposal.function
     assert fn is not None and fn.name == "repair_dependencies_state_zip"
     check_function(fn.code)
-    assert "'MN': (" in fn.code and len(fn.code.splitlines()) < 340, "the 600 table entries one per line"
+    assert "'MN': (" in fn.code and len(fn.code.splitlines()) < 400, "the 600 table entries one per line"
     out = load(fn)(drop)
     assert out.equals(dependencies.repair(drop, dependencies.learn(drop)))
     assert (out != drop).sum().sum() == len(rows)

@@ -533,3 +533,22 @@ def test_a_model_function_stripping_the_unit_off_rounded_numbers_is_sent_back(ll
                      verdicts[0].reason), verdicts[0].reason
     assert store.load().entries == ()
 
+
+
+def test_a_value_built_from_the_rows_own_cells_is_not_taken_for_a_slip_of_its_keys_usual_value():
+    from smolclean_dagster.core.detectors import dependencies
+
+    rows = []
+    for h in range(12):  # twelve hospitals in Alabama, one in Alaska; a state average per state and measure
+        state = "ak" if h == 11 else "al"
+        for m in range(1, 9):
+            rows.append({"hospital": f"H{h:02d}", "state": state, "measure": f"pn-{m}",
+                         "stateavg": f"{state}_pn-{m}"})
+    frame = pd.DataFrame(rows, dtype=object)
+    frame.loc[3, "stateavg"] = "al_pn-x4"  # a slip in Alabama
+    learned = dependencies.learn(frame)
+    assert any(d.determinant == "measure" and d.dependent == "stateavg" for d in learned.dependencies)
+    repaired = dependencies.repair(frame, learned)
+    assert repaired.loc[3, "stateavg"] == "al_pn-4", "the slip is repaired"
+    alaska = frame["state"] == "ak"
+    assert repaired.loc[alaska, "stateavg"].tolist() == [f"ak_pn-{m}" for m in range(1, 9)], "Alaska's own values stay"

@@ -534,6 +534,8 @@ def repair(frame: pd.DataFrame, learned: Dependencies, *, rounds: int = 10, fill
                     change[i] = _near(held_key[i], proposal[i])
             if not voted and change.any():
                 change &= _fits(keys, b, proposal, learned, out.columns)
+            for i in np.flatnonzero(change & held):
+                change[i] = not _own_value(out, i, b, held_key[i], proposal[i])
             if change.any():
                 out[b] = out[b].mask(change, proposal)
                 keys.forget(b)
@@ -607,6 +609,18 @@ class _Keys:
         for stale in [k for k in self._named if k[0] == column]:
             del self._named[stale]
         self._witnessed.clear()
+
+
+def _own_value(frame: pd.DataFrame, i: int, column: str, held: str, proposal: str) -> bool:
+    """Whether the held value is built from the row's own cells: a word of it (2 characters or more) that the new
+    value lacks is another cell of the row ("ak_pn-7" beside the state "ak", where the measure's usual value is
+    "al_pn-7"). Such a value is the row's own, whatever the key's other rows hold."""
+    words = {w.casefold() for w in _WORD.findall(held)} - {w.casefold() for w in _WORD.findall(proposal)}
+    return any(isinstance(v, str) and v.strip().casefold() in words
+               for c, v in zip(frame.columns, frame.iloc[i].tolist()) if c != column)
+
+
+_WORD = re.compile(r"[^\W_]{2,}")
 
 
 def _lookup(codes: np.ndarray, uniques: np.ndarray, mapping: dict[str, str]) -> np.ndarray:
