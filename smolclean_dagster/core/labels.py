@@ -109,6 +109,18 @@ class Labels:
         """The labelled rows as the drop holds them, indexed from 0 like any frame a function gets."""
         return self.rows.reset_index(drop=True)
 
+    def made_right_by(self, before: pd.DataFrame, after: pd.DataFrame) -> int:
+        """How many labelled cells a function changed (`before` -> `after`, both the labelled rows in order) to the
+        person's value."""
+        b, a = as_text(before).reset_index(drop=True), as_text(after).reset_index(drop=True)
+        truth = as_text(self.truth).reset_index(drop=True)
+        right = 0
+        for column in self.truth.columns:
+            if column in a.columns and column in b.columns:
+                changed = ~((b[column] == a[column]) | (b[column].isna() & a[column].isna()))
+                right += int((changed & (a[column] == truth[column])).sum())
+        return right
+
     def broken_by(self, before: pd.DataFrame, after: pd.DataFrame) -> list[Broken]:
         """The labelled cells a function changed (`before` -> `after`, both the labelled rows in order) to a
         value other than the person's."""

@@ -420,10 +420,13 @@ def _kept_as_labelled(fn: CleaningFunction, broken: list[Broken], registry: Regi
                       runner: CodeRunner) -> CleaningFunction | None:
     """The rule `fn` with every value it changed wrongly in a labelled cell left as written wherever it meets it
     (`functions.kept_as_written`; its rule's context keeps them, so a merge with another function of its rule
-    keeps them too). None for a rule that keeps values already, or when there is nothing to keep."""
+    keeps them too). None for a rule that keeps values already, that makes no more labelled cells right than it
+    breaks (then the labels show its kind of change to be wrong), or when there is nothing to keep."""
     if fn.rule is None or fn.rule.context.get("kept"):
         return None
     before = clean_with(registry, labels.raw_rows(), runner)
+    if labels.made_right_by(before, runner.run(fn.code, before, entry=fn.name)) <= len(broken):
+        return None  # the labels show its kind of change wrong more often than right: it goes
     at = {row: i for i, row in enumerate(labels.rows.index)}
     kept: dict[str, list[str]] = {}
     for b in broken:
