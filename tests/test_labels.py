@@ -239,14 +239,15 @@ def test_a_rule_that_breaks_a_label_stays_with_that_value_as_written_and_makes_i
     drop = products(tmp_path / "products.csv")
     sample = label_sample(drop, tmp_path / "to_label.csv")
     spaced = list(sample.index[sample["city"].str.startswith(" ")])
-    assert len(spaced) >= 2
-    # the person confirms one city's leading space (their source writes it so) and says nothing of the others
-    path = corrected(sample.loc[spaced[:1]], tmp_path / "corrected.csv", lambda row: None)
+    assert len(spaced) >= 3
+    # the person confirms one city's leading space (their source writes it so) and strips the others'
+    confirmed = sample.loc[spaced[0], "city"]
+    path = corrected(sample.loc[spaced], tmp_path / "corrected.csv",
+                     lambda row: row.update(city=row["city"] if row["city"] == confirmed else row["city"].strip()))
     taught = learn(drop, tmp_path / "w", "--labels", str(path))
     assert taught.returncode == 0, taught.stderr
     module_dir = tmp_path / "w" / "modules" / "products"
     module = (module_dir / "clean_products.py").read_text()
-    confirmed = sample.loc[spaced[0], "city"]
     assert "def strip_whitespace" in module and f"KEPT = {{'city': [{confirmed!r}]}}" in module
     report = (module_dir / "report.md").read_text()
     assert f"kept, these values as written: {{'city': [{confirmed!r}]}}" in report
