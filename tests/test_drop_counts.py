@@ -98,7 +98,8 @@ def test_a_rows_result_is_the_same_whatever_batch_it_is_cleaned_in(learned, tmp_
                            "--batch-size", "40", "--workers", "2"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "apply.csv", dtype=str, keep_default_na=False), whole)
-    assert (whole != written).any().any(), "the module changed something"
+    # the new facilities' cities are fixed in batches of 40 too: only the whole drop's counts can say what they are
+    assert (whole["city"] != written["city"]).sum() >= 5
 
 
 def test_the_counts_of_a_drops_parts_add_up_to_the_whole_drops():

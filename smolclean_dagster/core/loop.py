@@ -16,7 +16,6 @@ analyst; errors that are ours (storage, configuration) raise.
 
 from __future__ import annotations
 
-import ast
 import logging
 import time
 from collections import OrderedDict
@@ -315,20 +314,20 @@ def run_chunk(
             taught = False  # the user's corrections show its kind of change to be right
             if ok and settings.labels is not None:
                 try:
-                    broken, taught = _against_labels(fn, registry, settings.labels, runner, settings)
+                    broken, taught, labelled, after = _against_labels(fn, registry, settings.labels, runner, settings)
                 except MODEL_FAULTS as exc:
                     broken, taught = [], False
                     verdict_reason, ok, evidence = f"{type(exc).__name__}: {exc}", False, None
                 if broken and fn.rule is not None:
                     # A rule is kept with the values it broke left as written, when that keeps every label and
                     # passes the checks again; else it goes, with all its changes.
-                    guarded = _kept_as_labelled(fn, broken, registry, settings.labels, runner)
+                    guarded = _kept_as_labelled(fn, broken, settings.labels, labelled, after)
                     if guarded is not None:
                         try:
                             verdict = check_candidate(
                                 guarded, chunk, holdout, runner, timeout_s=settings.timeout_s,
                                 allow_row_drops=settings.allow_row_drops, sample=sample, asks=asks)
-                            again, taught = _against_labels(guarded, registry, settings.labels, runner, settings)
+                            again, taught, _, _ = _against_labels(guarded, registry, settings.labels, runner, settings)
                         except MODEL_FAULTS:
                             pass
                         else:
@@ -406,26 +405,27 @@ def _instructions(settings: LoopSettings, model: bool) -> str:
 
 
 def _against_labels(fn: CleaningFunction, registry: Registry, labels: Labels, runner: CodeRunner,
-                    settings: LoopSettings) -> tuple[list[Broken], bool]:
+                    settings: LoopSettings) -> tuple[list[Broken], bool, pd.DataFrame, pd.DataFrame]:
     """The labelled cells a candidate breaks (see `Labels.broken_by`), on the labelled rows as the module before
-    it leaves them, and whether it makes at least one of the user's corrections and breaks none."""
+    it leaves them, whether it makes at least one of the user's corrections and breaks none, and those rows
+    before and after it."""
     before = clean_with(registry, labels.raw_rows(), runner)
     after = runner.run(fn.code, before, entry=fn.name, timeout_s=settings.timeout_s)
     broken = labels.broken_by(before, after)
     taught = not broken and bool(changed_cells(before, after).to_numpy().any())
-    return broken, taught
+    return broken, taught, before, after
 
 
-def _kept_as_labelled(fn: CleaningFunction, broken: list[Broken], registry: Registry, labels: Labels,
-                      runner: CodeRunner) -> CleaningFunction | None:
+def _kept_as_labelled(fn: CleaningFunction, broken: list[Broken], labels: Labels, before: pd.DataFrame,
+                      after: pd.DataFrame) -> CleaningFunction | None:
     """The rule `fn` with every value it changed wrongly in a labelled cell left as written wherever it meets it
     (`functions.kept_as_written`; its rule's context keeps them, so a merge with another function of its rule
     keeps them too). None for a rule that keeps values already, that makes no more labelled cells right than it
-    breaks (then the labels show its kind of change to be wrong), or when there is nothing to keep."""
+    breaks (then the labels show its kind of change to be wrong), or when there is nothing to keep. `before` and
+    `after`: the labelled rows as the module before it leaves them, and as `fn` leaves those."""
     if fn.rule is None or fn.rule.context.get("kept"):
         return None
-    before = clean_with(registry, labels.raw_rows(), runner)
-    if labels.made_right_by(before, runner.run(fn.code, before, entry=fn.name)) <= len(broken):
+    if labels.made_right_by(before, after) <= len(broken):
         return None  # the labels show its kind of change wrong more often than right: it goes
     at = {row: i for i, row in enumerate(labels.rows.index)}
     kept: dict[str, list[str]] = {}
