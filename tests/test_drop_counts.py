@@ -17,7 +17,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from smolclean_dagster.core.drop_counts import add_counts, drop_counts
+from types import SimpleNamespace
+
+from smolclean_dagster.core.analysts import rules
+from smolclean_dagster.core.drop_counts import add_counts, drop_counts, with_drop
 
 SMOLCLEAN = [sys.executable, "-m", "smolclean_dagster.cli"]
 STREETS = ["Main", "Oak", "Pine", "Maple", "Cedar", "Elm", "Lake", "Hill", "Park", "River"]
@@ -110,3 +113,33 @@ def test_the_counts_of_a_drops_parts_add_up_to_the_whole_drops():
         add_counts(parts, drop_counts(written.iloc[start:start + 17], groups))
     assert parts == drop_counts(written, groups)
     assert sum(parts[("city",)].values()) == len(written)
+
+
+def brewery_repair(known: dict[str, tuple[str, str, str]]):
+    """The rules' dependency repair for a table of beers, as learning writes it from a first drop whose breweries
+    are `known` ({name: (id, city, state)}): city and state by the brewery's name, the name's id as witness."""
+    finding = SimpleNamespace(column="city", examples=["'Ashfrod' -> 'Ashford'"], params={
+        "dependencies": [("brewery_name", "city", {n: c for n, (_, c, _) in known.items()}, False, ()),
+                         ("brewery_name", "state", {n: s for n, (_, _, s) in known.items()}, False, ())],
+        "conditions": [], "witnesses": [("brewery_name", "brewery_id", {n: i for n, (i, _, _) in known.items()})]})
+    context = rules._dependencies([finding], [None], [])
+    function = rules.RulesAnalyst()._render("repair_dependencies.py.j2", context, "repair_dependencies_city_state",
+                                            ["city", "state"])
+    namespace: dict = {}
+    exec(compile(function.code, function.name, "exec"), namespace)  # tests only: the product runs it in the sandbox
+    return namespace[function.name], context["drop_counts"]
+
+
+def test_a_name_two_breweries_share_in_the_next_drop_repairs_neither_ones_city_from_the_other():
+    # The next drop brings breweries the first never held. "Fox Hollow Brewing" is two breweries of one state: id
+    # 371 in Pottsburg on nine rows, id 163 in Phoenix Falls on one. The name's rows agree on Pottsburg and on the
+    # state, which backs the name; its id 163 says the row is another brewery's, and its city is its own.
+    repair, groups = brewery_repair({"Old Mill Brewing": ("100", "Ashford", "VT")})
+    rows = [("371", "Fox Hollow Brewing", "Pottsburg", "PA")] * 8 + [("371", "Fox Hollow Brewing", "Pottsbrug", "PA")]
+    rows += [("163", "Fox Hollow Brewing", "Phoenix Falls", "PA")]
+    rows += [("372", "Kettle Rock Ales", "Dunmore", "OH")] * 9 + [("372", "Kettle Rock Ales", "Dunmroe", "OH")]
+    drop = pd.DataFrame(rows, columns=["brewery_id", "brewery_name", "city", "state"], dtype=object)
+    cleaned = repair(with_drop(drop, drop_counts(drop, groups)))
+    assert cleaned.loc[drop["brewery_id"] == "163", "city"].tolist() == ["Phoenix Falls"]
+    assert "Pottsbrug" not in cleaned["city"].tolist() and "Dunmroe" not in cleaned["city"].tolist(), \
+        "the slips of each brewery's name are repaired from the drop's own rows"

@@ -327,7 +327,9 @@ def run_chunk(
                             verdict = check_candidate(
                                 guarded, chunk, holdout, runner, timeout_s=settings.timeout_s,
                                 allow_row_drops=settings.allow_row_drops, sample=sample, asks=asks)
-                            again, taught, _, _ = _against_labels(guarded, registry, settings.labels, runner, settings)
+                            # it broke a label: the labels do not show its kind of change right, so its harm
+                            # is judged as any unlabelled function's
+                            again, _, _, _ = _against_labels(guarded, registry, settings.labels, runner, settings)
                         except MODEL_FAULTS:
                             pass
                         else:

@@ -249,7 +249,7 @@ def _dependencies(found: list[Finding], refined: list[Finding | None], columns: 
         "slip_chars_per_edit": dependencies.SLIP_CHARS_PER_EDIT,
         "min_slip_length": dependencies.MIN_SLIP_LENGTH,
         # the drop's own rows of a key count as learning counted them (detectors/dependencies.py)
-        "drop_counts": list(dict.fromkeys((a, b) for a, b, _, _, _ in tables)),
+        "drop_counts": list(dict.fromkeys([*((a, b) for a, b, _, _, _ in tables), *sorted(witnesses)])),
         "min_support": dependencies.MIN_SUPPORT, "key_rows": dependencies.KEY_ROWS,
         "key_share": dependencies.KEY_SHARE, "key_ratio": dependencies.KEY_RATIO,
         "drop_rows": dependencies.DROP_KEY_ROWS, "drop_ratio": dependencies.DROP_KEY_RATIO,
