@@ -261,3 +261,53 @@ def test_a_rule_that_breaks_a_label_stays_with_that_value_as_written_and_makes_i
     assert (cleaned.loc[was_spaced, "city"] == raw.loc[was_spaced, "city"].where(
         raw.loc[was_spaced, "city"] == confirmed, raw.loc[was_spaced, "city"].str.strip())).all()
     assert (cleaned["city"] == confirmed).sum() == (raw["city"] == confirmed).sum() >= 1
+
+
+def payroll(path: Path, rows: int, seed: int) -> Path:
+    """A payroll export as a float-typed tool writes it: every whole tax rate with ".0" ("7.0" beside "5.25"), and
+    zip codes with their leading zeros ("02134"), both consistent throughout: only a person can say they are not
+    the form wanted."""
+    rng = random.Random(seed)
+    records = [{"emp_id": f"E{seed}{i:05d}", "zip": rng.choice(["02134", "07030", "10001", "60601", "94105", "00501"]),
+                "rate": rng.choice(["7.0", "0.0", "5.25", "6.0", "4.75", "9.0"]), "salary": f"{rng.randint(30, 90)}000"}
+               for i in range(rows)]
+    pd.DataFrame(records, dtype=str).to_csv(path, index=False)
+    return path
+
+
+def test_two_corrected_numbers_teach_the_columns_form_for_the_next_drop(tmp_path):
+    drop, later = payroll(tmp_path / "payroll.csv", 400, seed=1), payroll(tmp_path / "later.csv", 300, seed=2)
+
+    def learned(workdir: Path, *extra: str) -> pd.DataFrame:
+        proc = subprocess.run([sys.executable, "-m", "smolclean_dagster.cli", "learn", str(drop), "--name", "payroll",
+                               "--workdir", str(workdir), "--concurrency", "1", "--chunk-budget", "2", *extra],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        out = tmp_path / f"{workdir.name}.csv"
+        ran = subprocess.run([sys.executable, str(workdir / "modules" / "payroll" / "clean_payroll.py"), str(later),
+                              str(out)], capture_output=True, text=True, timeout=300)
+        assert ran.returncode == 0, ran.stderr
+        return pd.read_csv(out, dtype=str, keep_default_na=False)
+
+    raw = pd.read_csv(later, dtype=str, keep_default_na=False)
+    alone = learned(tmp_path / "alone")
+    assert alone.equals(raw), "without labels the file's own forms stay"
+
+    assert main(["label", str(drop), "--name", "payroll", "--rows", "20", "-o", str(tmp_path / "to_label.csv")]) == 0
+    sample = pd.read_csv(tmp_path / "to_label.csv", dtype=str, keep_default_na=False)
+    whole = sample.index[sample["rate"].str.endswith(".0")][0]
+    zero = sample.index[sample["zip"].str.startswith("0") & (sample.index != whole)][0]
+    path = tmp_path / "corrected.csv"
+    # the person hands back the two rows, each cell as it should be (a cell left as it was is confirmed)
+    picked = sample.loc[[whole, zero]].copy()
+    picked["rate"] = picked["rate"].str.replace(r"\.0$", "", regex=True)
+    picked["zip"] = picked["zip"].str.replace(r"^0+(?=\d)", "", regex=True)
+    picked.to_csv(path, index=False)
+
+    taught = learned(tmp_path / "taught", "--labels", str(path))
+    expected = raw.assign(rate=raw["rate"].str.replace(r"\.0$", "", regex=True),
+                          zip=raw["zip"].str.replace(r"^0+(?=\d)", "", regex=True))
+    differs = taught.ne(expected).any(axis=1)
+    assert not differs.any(), (
+        f"every whole rate loses its '.0' and every zip its leading zeros, nothing else: {taught[differs].head()} "
+        f"against {expected[differs].head()}")

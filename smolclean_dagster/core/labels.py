@@ -149,6 +149,13 @@ class Labels:
                 said.append("Write placeholders as empty.")
             elif (number := _UNIT.fullmatch(before)) and _same_number(number[1], after):
                 said.append("Write numbers without units.")
+            elif _same_number(before, after) and before != after and _PLAIN_NUMBER.fullmatch(after):
+                # a float export's "7.0" written "7", a code's "01907" written "1907": that column's numbers
+                column = f"'{cell.column}'" if "'" not in cell.column else f'"{cell.column}"'
+                if re.fullmatch(r"[-+]?0+\d[\d.]*", before):
+                    said.append(f"Write numbers without leading zeros in column {column}.")
+                if re.fullmatch(r"[-+]?\d+\.0", before) and "." not in after:
+                    said.append(f"Write whole numbers without a decimal point in column {column}.")
             elif not before and after:
                 said.append("Fill missing values from the other rows.")
             elif normalise(cell.before or "") == cell.after and "  " in (cell.before or "").strip():
@@ -162,6 +169,8 @@ class Labels:
                 f"{len(self.rows.columns) * len(self) - fixed} confirmed")
 
 
+#: A number written plainly: no unit, no thousands separators, no leading zero, no trailing zero decimal.
+_PLAIN_NUMBER = re.compile(r"[-+]?(?:0|[1-9]\d*)(?:\.\d*[1-9])?")
 _UNIT = re.compile(r"([-+]?\d[\d,]*(?:\.\d+)?)\s*[^\d\s.,][^\d]*")
 
 

@@ -98,6 +98,7 @@ def chunks_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDefinition:
         traces = [t for t in store.models("chunk_functions", ChunkTrace) if t.drop == context.partition_key]
         used, tokens = sum(t.steps_taken for t in traces), sum(t.tokens_used for t in traces)
         items = registry.items_for(s.instructions) if s.reads_instructions else ()
+        labels = stored_labels(store, context.partition_key, raw_data)
         plan = plan_chunks(
             raw_data, dataset=s.name, drop=context.partition_key, chunk_size=s.chunk_size,
             budget=s.chunk_budget, holdout_fraction=s.holdout_fraction, wave_size=s.planning_interval,
@@ -108,6 +109,7 @@ def chunks_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDefinition:
             first_wave=1 if s.reads_instructions else s.planning_interval,
             ask_model=s.reads_instructions,
             left_alone=left_as_written(s.instructions),
+            taught=labels is not None and bool(labels.corrections),
         )
         new = [c for c in plan.selected if not context.instance.has_dynamic_partition(chunk_parts.name, c)]
         if new:

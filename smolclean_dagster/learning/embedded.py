@@ -29,7 +29,7 @@ import dagster as dg
 
 from ..assets import LLM_POOL
 from ..cleaning.drop_runs import LEARNED_FROM_TAG
-from ..core.analysts.client import use_local_price_map
+from ..core.analysts.client import prefetch_litellm, use_local_price_map
 from ..core.drops import drop_format, drop_key, read_drop
 from ..core.errors import DropReadError, LabelError, SmolcleanError
 from ..core.export import module_filename
@@ -138,6 +138,8 @@ def learn(
     # Settings, the drop and its labels first: nothing (instance, settings file, a copy of the drop) is stored
     # when the analyst cannot be made (a missing model), the drop cannot be read or its labels are not its own.
     settings.make_analyst()
+    if settings.analyst_kind != "rules":
+        prefetch_litellm()  # its import runs while the instance opens and the drop is profiled
     if labels is None and settings.labels is not None:  # the `labels` setting, named after the drop it labels
         labels = settings.labels_of(source)
         if labels is None:
@@ -260,7 +262,7 @@ _DAGSTER_PRELOAD = ("dagster._core.storage.runs", "dagster._core.storage.event_l
 #: Modules an LLM chunk imports on its first call beyond litellm itself (litellm loads its OpenAI client and
 #: HTTP stack lazily): preloaded in the fork server so that workers do not each import them again. A name
 #: a later litellm no longer has is skipped by the fork server, costing time, never correctness.
-_LLM_PRELOAD = ("litellm", "openai.resources.chat", "httpcore", "h11", "h2")
+_LLM_PRELOAD = ("litellm", "openai.resources", "httpcore", "h11", "h2")
 
 #: Seconds an interrupted worker gets to end its chunk's run before it is killed.
 _STOP_GRACE_S = 10.0

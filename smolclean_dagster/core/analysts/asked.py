@@ -55,6 +55,12 @@ _PLAIN_NUMBERS = re.compile(
     r"\b(?:without (?:the |their |its |any )?units?|(?:strip|remove|drop)\w* (?:the |their |its |all |any )?units?|"
     r"plain numbers?|bare numbers?)\b", re.IGNORECASE)
 #: ISO dates: an item speaking of dates and of ISO 8601 ("dates as ISO", "as YYYY-MM-DD"), not of ISO country codes.
+#: Whole numbers without their ".0" ("7.0" -> "7"), as a user's corrections of a float export show it.
+_WHOLE_NUMBERS = re.compile(r"\bwhole numbers?\b.*\bwithout (?:a |the |any )?decimal(?: points?)?\b", re.IGNORECASE)
+#: Integers without leading zeros ("01907" -> "1907").
+_LEADING_ZEROS = re.compile(
+    r"\b(?:without|no) (?:the |their |its |any )?leading zeros?\b|"
+    r"\b(?:strip|remove|drop)\w* (?:the |their |its |any |all )?leading zeros?\b", re.IGNORECASE)
 _ISO_DATES = re.compile(r"^(?=.*\bdates?\b).*?(?:\bISO(?:[ -]?8601)?\b|\bYYYY-MM-DD\b)", re.IGNORECASE | re.MULTILINE)
 
 
@@ -111,6 +117,30 @@ def asks_for_plain_numbers(instructions: str, column: str | None = None) -> bool
         (True, False)
     """
     return _asked(_PLAIN_NUMBERS, instructions, column)
+
+
+def asks_for_whole_numbers(instructions: str, column: str | None = None) -> bool:
+    """Whether the user's instructions ask for whole numbers without a decimal point ("7.0" -> "7"), of `column`
+    when given: without that, a column written "7.0" throughout keeps its own form.
+
+    Example:
+        >>> asks_for_whole_numbers("Write whole numbers without a decimal point in column 'rate'.", "rate")
+        True
+    """
+    return _asked(_WHOLE_NUMBERS, instructions, column)
+
+
+def asks_without_leading_zeros(instructions: str, column: str | None = None) -> bool:
+    """Whether the user's instructions ask for numbers without leading zeros ("01907" -> "1907"), of `column`
+    when given: without that, a code's leading zeros are its own.
+
+    Example:
+        >>> asks_without_leading_zeros("Write numbers without leading zeros in column 'zip'.", "zip")
+        True
+        >>> asks_without_leading_zeros("Write numbers without leading zeros in column 'zip'.", "phone")
+        False
+    """
+    return _asked(_LEADING_ZEROS, instructions, column)
 
 
 def asks_to_remove_debris(instructions: str, column: str | None = None) -> bool:
@@ -244,5 +274,6 @@ def items_served(kind: str, columns: Iterable[str], items: Iterable[ItemState]) 
 
 
 __all__ = ["REWRITES", "asked_rewrites", "asks_for_iso_dates", "asks_for_plain_numbers", "asks_for_real_nulls",
-           "asks_to_fill", "asks_to_keep", "asks_to_normalise_whitespace", "asks_to_remove_debris", "in_scope", "items_served",
-           "left_as_written", "named_columns"]
+           "asks_for_whole_numbers", "asks_to_fill", "asks_to_keep", "asks_to_normalise_whitespace",
+           "asks_to_remove_debris", "asks_without_leading_zeros", "in_scope", "items_served", "left_as_written",
+           "named_columns"]

@@ -300,6 +300,8 @@ def prefetch_litellm() -> None:
 def _import_quietly() -> None:
     with contextlib.suppress(Exception):  # a missing litellm is reported by the call that needs it
         import_litellm()
+        # the OpenAI client litellm calls through imports its resources' hundreds of modules on first use
+        import openai.resources  # noqa: F401
 
 
 _PREFETCH_LOCK = threading.Lock()

@@ -49,9 +49,11 @@ from .asked import (
     asks_for_iso_dates,
     asks_for_plain_numbers,
     asks_for_real_nulls,
+    asks_for_whole_numbers,
     asks_to_keep,
     asks_to_normalise_whitespace,
     asks_to_remove_debris,
+    asks_without_leading_zeros,
     items_served,
 )
 from .drop_findings import drop_findings
@@ -150,9 +152,12 @@ def _misspellings(found: list[Finding], refined: list[Finding | None], columns: 
 def _numbers(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict | None:
     (f,), (r,), (column,) = found, refined, columns
     params = (r or f).params
-    if number_format.fixable_cells(column, params["units"]) == 0:
+    leading_zeros = bool(params.get("leading_zeros"))
+    if number_format.fixable_cells(column, params["units"], whole=bool(params.get("whole")),
+                                   leading_zeros=leading_zeros) == 0:
         return None  # e.g. the drop mixes units: stripping would lose which unit a number was in
-    return {"column": f.column, "units": params["units"], "families": params["unit_families"]}
+    return {"column": f.column, "units": params["units"], "families": params["unit_families"],
+            "leading_zeros": leading_zeros}
 
 
 def _dates(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues], *,
@@ -350,6 +355,12 @@ class RulesAnalyst:
                 f for name in request.chunk.columns
                 if (f := _detect(whitespace.KIND, ColumnValues.of(name, request.chunk[name]), request.instructions))
             ]
+        if any(_number_forms_asked(request.instructions)):
+            # the same for numbers: a column written "7.0" throughout is dirty only because the user says so
+            findings = [f for f in findings if f.kind != number_format.KIND] + [
+                f for name in request.chunk.columns
+                if (f := _detect(number_format.KIND, ColumnValues.of(name, request.chunk[name]), request.instructions))
+            ]
         findings += drop_findings(request, findings, {kind: rule.prefix for kind, rule in RULES.items()})
         return findings + _asked_rewrites(request)
 
@@ -459,7 +470,16 @@ def _detect(kind: str, column: ColumnValues, instructions: str) -> Finding | Non
     whitespace only when they ask for whitespace to be normalised."""
     if kind == whitespace.KIND:
         return whitespace.detect(column, normalise_free_text=asks_to_normalise_whitespace(instructions))
+    if kind == number_format.KIND and (_number_forms_asked(instructions, column.name) != (False, False)):
+        whole, leading_zeros = _number_forms_asked(instructions, column.name)
+        return number_format.detect_asked(column, whole=whole, leading_zeros=leading_zeros)
     return DETECTORS[KINDS.index(kind)].detect(column)
+
+
+def _number_forms_asked(instructions: str, column: str | None = None) -> tuple[bool, bool]:
+    """Whether the user asked for whole numbers without ".0", and for integers without leading zeros (of
+    `column`, or of any column)."""
+    return asks_for_whole_numbers(instructions, column), asks_without_leading_zeros(instructions, column)
 
 
 def _asked_rewrites(request: AnalysisRequest) -> list[Finding]:

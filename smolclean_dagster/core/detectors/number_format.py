@@ -183,14 +183,69 @@ def rounded(numbers: list[Number]) -> bool:
     return finer >= ROUNDED_SHARE * sum(x.cells for x in bare)
 
 
-def fixable_cells(column: ColumnValues, units: list[str]) -> int:
-    """How many cells of `column` a rule stripping `units` and thousands separators would change."""
-    return sum(x.cells for x in parse_numbers(column.meaningful) if _changes(x, units))
+def detect_asked(column: ColumnValues, *, whole: bool = False, leading_zeros: bool = False) -> Finding | None:
+    """`detect`, with the forms the user asked for besides: a whole number loses its ".0" ("7.0" -> "7", `whole`)
+    and an integer its leading zeros ("01907" -> "1907", `leading_zeros`). A column written one way throughout
+    ("7.0" on every whole number) is found too: the user's words, not the column, say it is dirty.
+
+    Example:
+        >>> import pandas as pd
+        >>> col = ColumnValues.of("rate", pd.Series(["7.0", "5.3", "0.0", "4.75"]))
+        >>> detect(col) is None, detect_asked(col, whole=True).params["fixable_cells"]
+        (True, 2)
+    """
+    found = detect(column)
+    numbers = _with_units(parse_numbers(column.meaningful))
+    if not numbers or sum(x.cells for x in numbers) < MIN_NUMERIC_SHARE * column.n_meaningful:
+        return found
+    units = found.params["units"] if found is not None else []
+    affected = {x.value: x.cells for x in numbers if _changes(x, units, whole=whole, leading_zeros=leading_zeros)}
+    if not affected:
+        return found
+    bare = sum(x.cells for x in numbers if not x.prefix and not x.suffix)
+    params = found.params if found is not None else {
+        "units": [], "unit_families": [], "bare_share": round(bare / sum(x.cells for x in numbers), 4),
+        "rounded": False}
+    n = sum(affected.values())
+    asked = [what for what, on in (("a decimal point on whole numbers", whole), ("leading zeros", leading_zeros)) if on]
+    return Finding(
+        kind=KIND,
+        column=column.name,
+        count=n,
+        message=f"{n} cells of {column.name!r} write numbers with {' or '.join(asked)}, which the user asked away",
+        examples=top_examples(affected),
+        params={**params, "fixable_cells": n, "whole": whole, "leading_zeros": leading_zeros},
+    )
 
 
-def _changes(x: Number, units: list[str]) -> bool:
-    """True when the number changes once `units` and thousands separators are dropped."""
-    return x.prefix in ("", *units) and x.suffix in ("", *units) and x.plain != x.value
+def fixable_cells(column: ColumnValues, units: list[str], *, whole: bool = False, leading_zeros: bool = False) -> int:
+    """How many cells of `column` a rule stripping `units` and thousands separators would change (and, asked,
+    the ".0" of whole numbers and the leading zeros of integers)."""
+    return sum(x.cells for x in parse_numbers(column.meaningful)
+               if _changes(x, units, whole=whole, leading_zeros=leading_zeros))
+
+
+def written_plain(x: Number, *, whole: bool = False, leading_zeros: bool = False) -> str:
+    """The number as the rule writes it: without unit and thousands separators; asked, a whole number without
+    its ".0" and an integer without leading zeros ("007" -> "7", "0" stays).
+
+    Example:
+        >>> written_plain(parse_numbers({"007.0": 1})[0], whole=True, leading_zeros=True)
+        '7'
+    """
+    text = x.plain
+    if whole and re.fullmatch(r"[-+]?\d+\.0", text):
+        text = text[:-2]
+    if leading_zeros:
+        text = re.sub(r"^([-+]?)0+(?=\d)", r"\1", text)
+    return text
+
+
+def _changes(x: Number, units: list[str], *, whole: bool = False, leading_zeros: bool = False) -> bool:
+    """True when the number changes once `units` and thousands separators are dropped (and, asked, the ".0" of a
+    whole number and an integer's leading zeros)."""
+    return x.prefix in ("", *units) and x.suffix in ("", *units) \
+        and written_plain(x, whole=whole, leading_zeros=leading_zeros) != x.value
 
 
 def _with_units(numbers: list[Number]) -> list[Number]:
