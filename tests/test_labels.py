@@ -8,6 +8,7 @@ import csv
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -311,3 +312,36 @@ def test_two_corrected_numbers_teach_the_columns_form_for_the_next_drop(tmp_path
     assert not differs.any(), (
         f"every whole rate loses its '.0' and every zip its leading zeros, nothing else: {taught[differs].head()} "
         f"against {expected[differs].head()}")
+
+
+def test_a_placeholder_corrected_to_an_empty_field_teaches_the_null_rule_of_a_csv_drop(tmp_path):
+    # In a CSV an empty field and a null are one value: the null rule writes None, the person wrote "", and the
+    # labels take both for the same, in learning and in the shipped tests.
+    rng = random.Random(3)
+    drop = tmp_path / "brews.csv"
+    pd.DataFrame([{"beer": f"Beer {i}", "ibu": rng.choice(["N/A", "N/A", "35", "60", "18"]),
+                   "abv": rng.choice(["0.05", "0.061", "0.07"])} for i in range(300)], dtype=str).to_csv(drop, index=False)
+    assert main(["label", str(drop), "--name", "brews", "--rows", "20", "-o", str(tmp_path / "to_label.csv")]) == 0
+    sample = pd.read_csv(tmp_path / "to_label.csv", dtype=str, keep_default_na=False)
+    corrected = sample.assign(ibu=sample["ibu"].replace("N/A", ""))
+    assert (corrected["ibu"] == "").sum() >= 2
+    corrected.to_csv(tmp_path / "corrected.csv", index=False)
+    proc = subprocess.run([sys.executable, "-m", "smolclean_dagster.cli", "learn", str(drop), "--name", "brews",
+                           "--workdir", str(tmp_path / "w"), "--concurrency", "1", "--chunk-budget", "2", "--labels",
+                           str(tmp_path / "corrected.csv")], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    module_dir = tmp_path / "w" / "modules" / "brews"
+    out = tmp_path / "out.csv"
+    ran = subprocess.run([sys.executable, str(module_dir / "clean_brews.py"), str(drop), str(out)],
+                         capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    cleaned = pd.read_csv(out, dtype=str, keep_default_na=False)
+    raw = pd.read_csv(drop, dtype=str, keep_default_na=False)
+    assert cleaned["ibu"].tolist() == raw["ibu"].replace("N/A", "").tolist()
+    shipped = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                              str(module_dir / "test_clean_brews.py")], capture_output=True, text=True, timeout=300,
+                             cwd=module_dir)
+    assert shipped.returncode == 0, shipped.stdout[-2000:]
+    passed = int(re.search(r"(\d+) passed", shipped.stdout)[1])
+    assert "def test_a_labelled_row_keeps_the_persons_values" in (module_dir / "test_clean_brews.py").read_text()
+    assert passed >= len(sample), "each labelled row is a shipped test, and passes"

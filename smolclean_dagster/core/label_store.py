@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .errors import SmolcleanError
-from .labels import ROW, Labels
+from .labels import ROW, Labels, is_text_drop
 from .plan import ChunkPlan
 from .storage import DatasetStore
 from .validate import as_text
@@ -33,7 +33,8 @@ def stored_labels(store: DatasetStore, drop: str, raw: pd.DataFrame) -> Labels |
     numbers = [int(n) for n in truth.pop(ROW)]
     rows = raw.iloc[[n - 1 for n in numbers]].copy()
     rows.index = truth.index = pd.Index(numbers, name=ROW)
-    return Labels(source=f"the labels of {drop}", rows=rows, truth=truth[list(raw.columns)], drop=drop)
+    return Labels(source=f"the labels of {drop}", rows=rows, truth=truth[list(raw.columns)], drop=drop,
+                  text=is_text_drop(drop))
 
 
 def forget_learning(store: DatasetStore, drop: str) -> None:

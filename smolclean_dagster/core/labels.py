@@ -25,7 +25,7 @@ import pandas as pd
 from .detectors.cells import NULL_TOKENS, normalise, value_shape
 from .drops import drop_format, read_drop
 from .export import render_module
-from .errors import LabelError
+from .errors import DropReadError, LabelError
 from .files import write_atomic
 from .profile import detect_issues
 from .registry import DroppedFunction, Registry
@@ -85,6 +85,8 @@ class Labels:
     truth: pd.DataFrame
     #: The drop the rows are of (its key), once kept with it.
     drop: str = ""
+    #: A text drop's rows (CSV, TSV): an empty field and a null are one value there, as the written output shows.
+    text: bool = False
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -112,8 +114,7 @@ class Labels:
     def made_right_by(self, before: pd.DataFrame, after: pd.DataFrame) -> int:
         """How many labelled cells a function changed (`before` -> `after`, both the labelled rows in order) to the
         person's value."""
-        b, a = as_text(before).reset_index(drop=True), as_text(after).reset_index(drop=True)
-        truth = as_text(self.truth).reset_index(drop=True)
+        b, a, truth = self._cells(before), self._cells(after), self._cells(self.truth)
         right = 0
         for column in self.truth.columns:
             if column in a.columns and column in b.columns:
@@ -124,8 +125,7 @@ class Labels:
     def broken_by(self, before: pd.DataFrame, after: pd.DataFrame) -> list[Broken]:
         """The labelled cells a function changed (`before` -> `after`, both the labelled rows in order) to a
         value other than the person's."""
-        b, a = as_text(before).reset_index(drop=True), as_text(after).reset_index(drop=True)
-        truth = as_text(self.truth).reset_index(drop=True)
+        b, a, truth = self._cells(before), self._cells(after), self._cells(self.truth)
         raw = as_text(self.rows).reset_index(drop=True)
         out = []
         for j, column in enumerate(self.truth.columns):
@@ -137,6 +137,11 @@ class Labels:
                 cell = Cell(int(self.rows.index[i]), str(column), raw.iat[i, j], truth.iat[i, j])
                 out.append(Broken(cell, a[column].iat[i]))
         return out
+
+    def _cells(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """`frame`'s cells as compared with the person's: text or None, and in a text drop None written empty."""
+        text = as_text(frame).reset_index(drop=True)
+        return text.fillna("") if self.text else text
 
     def conventions(self) -> str:
         """What the corrections show the user wants, in the words the rules read (`analysts.drop_findings`), each
@@ -366,7 +371,15 @@ def read_labels(path: Path | str, drop_path: Path | str, *, drop: pd.DataFrame |
     rows.index = pd.Index(numbers, name=ROW)
     truth = labelled[list(frame.columns)].copy()
     truth.index = rows.index
-    return Labels(source=path.name, rows=rows, truth=truth)
+    return Labels(source=path.name, rows=rows, truth=truth, text=is_text_drop(drop_path))
+
+
+def is_text_drop(path: Path | str) -> bool:
+    """Whether a drop is text (CSV, TSV), where an empty field and a null are written alike."""
+    try:
+        return drop_format(path) in ("csv", "tsv")
+    except DropReadError:
+        return False
 
 
 def keep_what_labels_allow(registry: Registry, labels: list[Labels], runner: CodeRunner, *,
