@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from instructed_model import InstructedModel
 from llm_server import ScriptedLLM, reply
 from smolclean_dagster.cli import main
 from smolclean_dagster.core.labels import ROW, pick_rows, read_labels
@@ -279,10 +280,10 @@ def payroll(path: Path, rows: int, seed: int) -> Path:
 def test_two_corrected_numbers_teach_the_columns_form_for_the_next_drop(tmp_path):
     drop, later = payroll(tmp_path / "payroll.csv", 400, seed=1), payroll(tmp_path / "later.csv", 300, seed=2)
 
-    def learned(workdir: Path, *extra: str) -> pd.DataFrame:
+    def learned(workdir: Path, *extra: str, env: dict | None = None) -> pd.DataFrame:
         proc = subprocess.run([sys.executable, "-m", "smolclean_dagster.cli", "learn", str(drop), "--name", "payroll",
                                "--workdir", str(workdir), "--concurrency", "1", "--chunk-budget", "2", *extra],
-                              capture_output=True, text=True, timeout=600)
+                              capture_output=True, text=True, timeout=600, env=env)
         assert proc.returncode == 0, proc.stderr
         out = tmp_path / f"{workdir.name}.csv"
         ran = subprocess.run([sys.executable, str(workdir / "modules" / "payroll" / "clean_payroll.py"), str(later),
@@ -312,6 +313,15 @@ def test_two_corrected_numbers_teach_the_columns_form_for_the_next_drop(tmp_path
     assert not differs.any(), (
         f"every whole rate loses its '.0' and every zip its leading zeros, nothing else: {taught[differs].head()} "
         f"against {expected[differs].head()}")
+
+    # With a model, the rules' functions the corrections call for are offered to it, and the one it adopts lands
+    model = InstructedModel(code={}, adopt=("normalize_numbers",))
+    with ScriptedLLM(responder=model) as llm:
+        env = {**os.environ, "SMOLCLEAN_MODEL": "openai/test-model", "SMOLCLEAN_API_BASE": llm.api_base,
+               "SMOLCLEAN_API_KEY": "k"}
+        adopted = learned(tmp_path / "model", "--labels", str(path), env=env)
+    assert any("`normalize_numbers_rate`" in p for p in model.prompts), "offered to the model"
+    assert adopted.equals(expected)
 
 
 def test_a_placeholder_corrected_to_an_empty_field_teaches_the_null_rule_of_a_csv_drop(tmp_path):

@@ -8,6 +8,7 @@ function lands in the module only when the model adopted it.
 
 from __future__ import annotations
 
+from ..instructions import split_instructions, with_items
 from .base import AnalysisRequest, Analyst, Candidate, Proposal
 
 #: Most candidates offered in one prompt (the first ones in the rules' priority order).
@@ -37,7 +38,7 @@ class HybridAnalyst:
     def propose(self, request: AnalysisRequest) -> Proposal:
         """The model's answer, with the rules' functions for this chunk offered as candidates."""
         offered: dict = {}
-        for function in self.rules.candidates(request):
+        for function in self.rules.candidates(_as_the_rules_read_it(request)):
             if function.name in request.rejected or len(offered) >= MAX_CANDIDATES or _covered(function, offered.values()):
                 continue
             offered[function.name] = function
@@ -53,6 +54,17 @@ class HybridAnalyst:
                      f"({names}); adopt one of them by its exact name, or write the function yourself in <code>")
             return proposal.model_copy(update={"adopt": None, "error": error, "status": "needs_more_work"})
         return proposal.model_copy(update={"function": function})
+
+
+def _as_the_rules_read_it(request: AnalysisRequest) -> AnalysisRequest:
+    """The request with the conventions the user's corrections show among the instruction items, as the rules
+    read them (`Labels.conventions`): the model reads the corrections themselves, the rules' candidates need
+    them said ("Write whole numbers without a decimal point in column 'rate'.")."""
+    said = request.labels.conventions() if request.labels is not None else ""
+    if not said:
+        return request
+    items = [i.text for i in split_instructions(said)]
+    return request.model_copy(update={"instructions": with_items(request.instructions, items)})
 
 
 def _covered(function, offered) -> bool:
