@@ -328,3 +328,44 @@ def test_tables_of_hundreds_of_keys_are_written_compactly_and_repair_as_the_refe
     out = load(fn)(drop)
     assert out.equals(dependencies.repair(drop, dependencies.learn(drop)))
     assert (out != drop).sum().sum() == len(rows)
+
+
+def flight_reports(flights: int = 40) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Flight x website reports of an arrival time, and the times as they were. Three sites are right on nearly
+    every flight; six others take their times from one feed that is wrong on most flights, each adding slips of
+    its own (so they are no exact copies of each other): the majority of every flight's rows is wrong."""
+    rng = np.random.default_rng(11)
+    rows, truth = [], []
+    for f in range(flights):
+        right, feed = f"{1 + f % 11}:{10 + f:02d} p.m.", f"{1 + f % 11}:{12 + f:02d} p.m."
+        for k, s in enumerate(("airline", "airport", "tracker")):
+            rows.append({"flight": f"UA-{100 + f}", "src": s, "arr": right if (f + k) % 13 else feed})
+        for k in range(6):
+            wrong = feed if f % 5 else right  # the feed is right on one flight in five
+            rows.append({"flight": f"UA-{100 + f}", "src": f"mirror{k}",
+                         "arr": f"{1 + f % 11}:{40 + k:02d} p.m." if rng.random() < 0.15 else wrong})
+        truth.append(right)
+    return pd.DataFrame(rows, dtype=object), pd.DataFrame({"flight": [f"UA-{100 + f}" for f in range(flights)],
+                                                           "arr": truth}, dtype=object)
+
+
+def test_labelled_entities_teach_which_sources_to_believe():
+    reports, times = flight_reports()
+    right = dict(zip(times["flight"], times["arr"]))
+
+    def table(learned):
+        found = [d for d in learned.dependencies if d.dependent == "arr"]
+        return found[0].mapping if found else {}
+
+    # Alone, the mirrors outvote the three sites: whatever the vote settles is mostly the feed's wrong time
+    alone = table(dependencies.learn(reports))
+    assert sum(right[k] == v for k, v in alone.items()) <= len(alone) // 2
+    # Five flights a person labelled (one report of each, as the person wants it) show the sites right and the
+    # mirrors wrong: the votes are weighed by that, and every flight's time comes out right
+    labelled = reports[reports["flight"].isin(times["flight"][:5]) & (reports["src"] == "mirror0")].copy()
+    labelled["arr"] = labelled["flight"].map(right)
+    taught = table(dependencies.learn(reports, truth=labelled))
+    assert len(taught) >= 35 and all(right[k] == v for k, v in taught.items())
+    repaired = dependencies.repair(reports, dependencies.learn(reports, truth=labelled))
+    settled = repaired["flight"].isin(list(taught))
+    assert (repaired["arr"][settled] == repaired["flight"][settled].map(right)).all()

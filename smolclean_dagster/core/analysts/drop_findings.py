@@ -52,7 +52,7 @@ def drop_findings(request: AnalysisRequest, chunk_findings: list[Finding], prefi
     evidence = request.reference if request.reference is not None and len(request.reference) else request.chunk
     if len(evidence) < dependencies.MIN_ROWS:
         return []
-    view = _view(evidence)
+    view = _view(evidence, request.labels.truth if request.labels is not None else None)
     out = []
     if evidence is not request.chunk:
         seen = {(f.kind, f.column) for f in chunk_findings}
@@ -102,15 +102,17 @@ def _covered(request: AnalysisRequest, prefix: str | None, columns: list[str]) -
     return out
 
 
-def _view(frame: pd.DataFrame) -> DropView:
+def _view(frame: pd.DataFrame, truth: pd.DataFrame | None = None) -> DropView:
+    """What is learned over `frame`, with the labelled rows as the person wants them (`truth`), kept per frame."""
     digest = hashlib.sha256(repr(list(frame.columns)).encode())
     try:
-        digest.update(pd.util.hash_pandas_object(frame.astype(object), index=False).to_numpy().tobytes())
+        for part in (frame, truth) if truth is not None else (frame,):
+            digest.update(pd.util.hash_pandas_object(part.astype(object), index=False).to_numpy().tobytes())
     except TypeError:  # cells pandas cannot hash: learn again rather than risk a stale answer
-        return DropView(dependencies.learn(frame), detect_issues(frame), {})
+        return DropView(dependencies.learn(frame, truth), detect_issues(frame), {})
     key = digest.hexdigest()
     if key not in _VIEWS:
-        _VIEWS[key] = DropView(dependencies.learn(frame), detect_issues(frame), {})
+        _VIEWS[key] = DropView(dependencies.learn(frame, truth), detect_issues(frame), {})
         while len(_VIEWS) > KEPT_VIEWS:
             _VIEWS.popitem(last=False)
     return _VIEWS[key]

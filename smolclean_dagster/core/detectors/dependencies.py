@@ -185,8 +185,13 @@ def cell_keys(series: pd.Series) -> pd.Series:
     return pd.Series(np.append(key.to_numpy(dtype=object), np.nan)[codes], index=series.index, dtype=object)
 
 
-def learn(frame: pd.DataFrame) -> Dependencies:
+def learn(frame: pd.DataFrame, truth: pd.DataFrame | None = None) -> Dependencies:
     """The dependencies that hold over `frame` (the rows of a drop the analyst may see).
+
+    `truth`: rows a person labelled, as they want them (the drop's columns). Where sources vote on an entity's
+    values, each labelled entity shows which sources report it right: a source's vote then counts by how often
+    it was right there (see `_reliability`), so a group of sources that are often wrong together no longer
+    outvotes the few that are right.
 
     Example:
         >>> df = pd.DataFrame({"zip": ["35233"] * 12 + ["99501"] * 12,
@@ -214,6 +219,9 @@ def learn(frame: pd.DataFrame) -> Dependencies:
     found: list[Dependency] = []
     protected = sorted({c for pair in entities.items() for c in pair})
     weights = {a: _source_weights(a, source, columns, codes, values) for a, source in entities.items()}
+    if truth is not None and len(truth):
+        for a, source in entities.items():
+            weights[a] = weights[a] * _reliability(a, source, columns, codes, values, truth)
     for b in columns:
         if b in protected:
             continue
@@ -408,6 +416,53 @@ def _entities(determinants, codes, values, plain) -> dict[str, str]:
         a = min(entities, key=lambda c: (len(values[c]), c))
         if a not in out and a not in candidates:
             out[a] = s
+    return out
+
+
+#: A source's weight is the odds of its right reports on the labelled entities, with this many right and wrong
+#: reports assumed besides (a source the labels never meet counts as one right half the time).
+RELIABILITY_PRIOR = 1.0
+
+
+def _reliability(entity, source, columns, codes, values, truth: pd.DataFrame) -> np.ndarray:
+    """Per row, the odds that the row's source reports a labelled entity's value as the person has it: from its
+    right reports, (right + 1) / (compared + 2), over every cell of every labelled entity's rows (the entity and
+    source columns aside), as odds: a source right as often as wrong (or never compared) counts 1.
+
+    Example:
+        >>> frame = pd.DataFrame({"flight": ["F1"] * 3 + ["F2"] * 3, "src": ["a", "b", "c"] * 2,
+        ...                       "dep": ["8:00", "9:00", "9:00", "7:00", "7:30", "7:30"]})
+        >>> codes, values = {}, {}
+        >>> for c in frame.columns:
+        ...     codes[c], values[c] = pd.factorize(cell_keys(frame[c]))
+        >>> truth = pd.DataFrame({"flight": ["F1"], "src": ["b"], "dep": ["8:00"]})
+        >>> _reliability("flight", "src", list(frame.columns), codes, values, truth).round(2).tolist()
+        [2.0, 0.5, 0.5, 2.0, 0.5, 0.5]
+    """
+    ce, cs = codes[entity], codes[source]
+    right, compared = np.zeros(len(values[source])), np.zeros(len(values[source]))
+    position = {str(v): i for i, v in enumerate(values[entity])}
+    labelled = cell_keys(truth[entity]) if entity in truth.columns else pd.Series(dtype=object)
+    compared_columns = [c for c in columns if c not in (entity, source) and c in truth.columns]
+    wanted_of = {c: cell_keys(truth[c]).tolist() for c in compared_columns}
+    known = {c: {str(v): j for j, v in enumerate(values[c])} for c in compared_columns} if labelled.notna().any() else {}
+    for i, key in enumerate(labelled.tolist()):
+        if key is None or str(key) not in position:
+            continue
+        rows = (ce == position[str(key)]) & (cs >= 0)
+        for c in compared_columns:
+            wanted = wanted_of[c][i]
+            if wanted is None:
+                continue
+            hit = codes[c][rows] == known[c].get(str(wanted), -2)
+            held = codes[c][rows]
+            filled = held >= 0
+            np.add.at(compared, cs[rows][filled], 1)
+            np.add.at(right, cs[rows][filled & hit], 1)
+    share = (right + RELIABILITY_PRIOR) / (compared + 2 * RELIABILITY_PRIOR)
+    odds = share / (1 - share)  # a source right as often as wrong counts 1; one right 9 times in 10 counts 9
+    out = np.ones(len(ce))
+    out[cs >= 0] = odds[cs[cs >= 0]]
     return out
 
 
