@@ -16,8 +16,12 @@ be cleaned and learned from again.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import shlex
+import shutil
+import tempfile
 from pathlib import Path
 
 import dagster as dg
@@ -61,6 +65,7 @@ def workdir_instance(workdir: Path | str) -> dg.DagsterInstance:
     home = dagster_home(workdir)
     if not home.exists() or home == (Path(workdir) / "dagster_home").resolve():
         prepare_home(home)
+        _seed_storage(home)
     instance = dg.DagsterInstance.from_config(str(home))
     storage = instance.event_log_storage
     if hasattr(storage, "index_connection") and not storage.has_table("dynamic_partitions"):
@@ -81,6 +86,55 @@ def prepare_home(home: Path) -> None:
     config = home / "dagster.yaml"
     if not config.exists():
         config.write_text(_DAGSTER_YAML, encoding="utf-8")
+
+
+#: The storage of a new instance with smolclean's settings: its tables, indexes and migration marks, and nothing
+#: stored. Made once per Dagster version in the user's cache and copied into each new instance: making it takes
+#: about a second of every first learning in a workdir.
+_STORAGE_FILES = ("history/runs.db", "history/runs/index.db", "schedules/schedules.db")
+
+
+def _seed_storage(home: Path) -> None:
+    """Give a new instance with smolclean's settings (no storage yet) the empty storage made once before."""
+    config = home / "dagster.yaml"
+    if any((home / part).exists() for part in ("history", "schedules", "storage")) or not config.is_file() \
+            or config.read_text(encoding="utf-8") != _DAGSTER_YAML:
+        return  # an instance in use, or one with its own settings (its storage may be elsewhere): Dagster makes it
+    template = _storage_template()
+    if template is None:
+        return
+    for name in _STORAGE_FILES:
+        target = home / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{target.name}.{os.getpid()}.part")
+        shutil.copyfile(template / name, partial)
+        os.replace(partial, target)  # a storage file is whole or absent, never half-copied
+
+
+def _storage_template() -> Path | None:
+    """The folder of the empty storage `_seed_storage` copies, made on first use; None where it cannot be made
+    (then Dagster makes each instance's storage itself, as it always can)."""
+    digest = hashlib.sha256(_DAGSTER_YAML.encode()).hexdigest()[:8]
+    try:
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "smolclean"
+    except RuntimeError:  # no home folder to keep a cache in
+        return None
+    template = cache / f"dagster-{dg.__version__}-{digest}"
+    if all((template / name).is_file() for name in _STORAGE_FILES):
+        return template
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".dagster-", dir=cache) as tmp:
+            made = Path(tmp) / "home"
+            prepare_home(made)
+            dg.DagsterInstance.from_config(str(made)).dispose()
+            if not all((made / name).is_file() for name in _STORAGE_FILES):
+                return None  # another Dagster lays its storage out otherwise: leave it to make its own
+            with contextlib.suppress(OSError):  # another process made it meanwhile: theirs is as good
+                os.replace(made, template)
+    except OSError:
+        return None
+    return template if all((template / name).is_file() for name in _STORAGE_FILES) else None
 
 
 def keep_project_instance(project_root: Path, workdir: Path) -> Path | None:

@@ -232,3 +232,19 @@ def test_a_dg_project_keeps_its_instance_in_the_workdir_where_the_commands_find_
     monkeypatch.chdir(project)
     with workdir_instance("smolclean-work") as instance:
         assert Path(instance.root_directory) == home and not is_temporary(instance)
+
+
+def test_a_new_workdirs_instance_starts_from_the_empty_storage_made_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    monkeypatch.chdir(tmp_path)  # no .env here
+    first = workdir_instance(tmp_path / "one")
+    [template] = (tmp_path / "cache" / "smolclean").iterdir()
+    assert (template / "history" / "runs.db").is_file(), "made once, in the user's cache"
+    second = workdir_instance(tmp_path / "two")
+    # each instance is its own: what one stores the other does not see
+    first.add_dynamic_partitions("drops", ["a.csv"])
+    second.add_dynamic_partitions("drops", ["b.csv"])
+    assert first.get_dynamic_partitions("drops") == ["a.csv"] and second.get_dynamic_partitions("drops") == ["b.csv"]
+    first.dispose(), second.dispose()
+    assert workdir_instance(tmp_path / "one").get_dynamic_partitions("drops") == ["a.csv"], "reopened, as stored"
