@@ -355,3 +355,26 @@ def test_a_placeholder_corrected_to_an_empty_field_teaches_the_null_rule_of_a_cs
     passed = int(re.search(r"(\d+) passed", shipped.stdout)[1])
     assert "def test_a_labelled_row_keeps_the_persons_values" in (module_dir / "test_clean_brews.py").read_text()
     assert passed >= len(sample), "each labelled row is a shipped test, and passes"
+
+
+def test_a_rule_the_labels_show_wrong_once_is_judged_for_harm_though_it_makes_others_right(tmp_path):
+    # Two rows strip the unit ("12 oz" -> "12"), a third confirms "16 oz" as written: the labels do not show the
+    # rule's kind of change to be right, so keeping "16 oz" as written does not wave it past the harm check,
+    # and a rule rewriting hundreds of cells written like half the column is not learned.
+    drop = products(tmp_path / "products.csv")
+    sample = label_sample(drop, tmp_path / "to_label.csv")
+    twelve = list(sample.index[sample["size"] == "12 oz"][:2])
+    sixteen = list(sample.index[sample["size"] == "16 oz"][:1])
+    assert len(twelve) == 2 and len(sixteen) == 1
+    path = corrected(sample.loc[twelve + sixteen], tmp_path / "corrected.csv",
+                     lambda row: row.update(size="12" if row["size"] == "12 oz" else row["size"]))
+    taught = learn(drop, tmp_path / "w", "--labels", str(path))
+    assert taught.returncode == 0, taught.stderr
+    module_dir = tmp_path / "w" / "modules" / "products"
+    assert "def normalize_numbers" not in (module_dir / "clean_products.py").read_text()
+    traces = [json.loads(p.read_text()) for p in (tmp_path / "w" / "storage" / "products" / "chunk_functions").glob("*.json")]
+    reasons = [s["reason"] for t in traces for s in t["steps"]
+               if str(s.get("function_name", "")).startswith("normalize_numbers") and "accepted" in s]
+    # kept with "16 oz" as written, it passed the labels and went on to the harm check, which sent it back
+    assert reasons and all(r.startswith("it would do harm") for r in reasons), reasons
+    assert all("16 oz" not in r for r in reasons), "the confirmed value is kept as written"
