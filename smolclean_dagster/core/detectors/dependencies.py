@@ -219,15 +219,15 @@ def learn(frame: pd.DataFrame, truth: pd.DataFrame | None = None) -> Dependencie
     found: list[Dependency] = []
     protected = sorted({c for pair in entities.items() for c in pair})
     weights = {a: _source_weights(a, source, columns, codes, values) for a, source in entities.items()}
-    if truth is not None and len(truth):
-        for a, source in entities.items():
-            weights[a] = weights[a] * _reliability(a, source, columns, codes, values, truth)
+    reliable = {a: _reliability(a, source, columns, codes, values, truth)
+                for a, source in entities.items()} if truth is not None and len(truth) else {}
     for b in columns:
         if b in protected:
             continue
         voted = []
         for a, source in entities.items():
-            dep = _dependency(a, b, codes, values, weights=weights[a], source=source)
+            weight = weights[a] * reliable[a][b] if b in reliable.get(a, {}) else weights[a]
+            dep = _dependency(a, b, codes, values, weights=weight, source=source)
             if dep is not None:
                 voted.append(dep)
         ranked = sorted(voted or plain.get(b, []), key=lambda d: (-d.agreement, d.determinant))
@@ -419,15 +419,16 @@ def _entities(determinants, codes, values, plain) -> dict[str, str]:
     return out
 
 
-#: A source's weight is the odds of its right reports on the labelled entities, with this many right and wrong
-#: reports assumed besides (a source the labels never meet counts as one right half the time).
-RELIABILITY_PRIOR = 1.0
+#: A source's weight in a column is the odds of its right reports there on the labelled entities, with this many
+#: right and wrong reports assumed besides: a source the labels never meet counts 1, and a few labelled
+#: entities move it less than many.
+RELIABILITY_PRIOR = 2.0
 
 
-def _reliability(entity, source, columns, codes, values, truth: pd.DataFrame) -> np.ndarray:
-    """Per row, the odds that the row's source reports a labelled entity's value as the person has it: from its
-    right reports, (right + 1) / (compared + 2), over every cell of every labelled entity's rows (the entity and
-    source columns aside), as odds: a source right as often as wrong (or never compared) counts 1.
+def _reliability(entity, source, columns, codes, values, truth: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Per column, per row: the odds that the row's source reports that column of a labelled entity as the person
+    has it, from (right + 2) / (compared + 4) over the labelled entities' rows. A column apart from the others:
+    a site right on scheduled times may be wrong on actual ones.
 
     Example:
         >>> frame = pd.DataFrame({"flight": ["F1"] * 3 + ["F2"] * 3, "src": ["a", "b", "c"] * 2,
@@ -436,33 +437,32 @@ def _reliability(entity, source, columns, codes, values, truth: pd.DataFrame) ->
         >>> for c in frame.columns:
         ...     codes[c], values[c] = pd.factorize(cell_keys(frame[c]))
         >>> truth = pd.DataFrame({"flight": ["F1"], "src": ["b"], "dep": ["8:00"]})
-        >>> _reliability("flight", "src", list(frame.columns), codes, values, truth).round(2).tolist()
-        [2.0, 0.5, 0.5, 2.0, 0.5, 0.5]
+        >>> _reliability("flight", "src", list(frame.columns), codes, values, truth)["dep"].round(2).tolist()
+        [1.5, 0.67, 0.67, 1.5, 0.67, 0.67]
     """
     ce, cs = codes[entity], codes[source]
-    right, compared = np.zeros(len(values[source])), np.zeros(len(values[source]))
     position = {str(v): i for i, v in enumerate(values[entity])}
     labelled = cell_keys(truth[entity]) if entity in truth.columns else pd.Series(dtype=object)
     compared_columns = [c for c in columns if c not in (entity, source) and c in truth.columns]
-    wanted_of = {c: cell_keys(truth[c]).tolist() for c in compared_columns}
-    known = {c: {str(v): j for j, v in enumerate(values[c])} for c in compared_columns} if labelled.notna().any() else {}
-    for i, key in enumerate(labelled.tolist()):
-        if key is None or str(key) not in position:
-            continue
-        rows = (ce == position[str(key)]) & (cs >= 0)
-        for c in compared_columns:
-            wanted = wanted_of[c][i]
-            if wanted is None:
+    out: dict[str, np.ndarray] = {}
+    if not labelled.notna().any():
+        return out
+    for c in compared_columns:
+        right, compared = np.zeros(len(values[source])), np.zeros(len(values[source]))
+        known = {str(v): j for j, v in enumerate(values[c])}
+        for key, wanted in zip(labelled.tolist(), cell_keys(truth[c]).tolist()):
+            if key is None or wanted is None or str(key) not in position:
                 continue
-            hit = codes[c][rows] == known[c].get(str(wanted), -2)
+            rows = (ce == position[str(key)]) & (cs >= 0)
             held = codes[c][rows]
             filled = held >= 0
             np.add.at(compared, cs[rows][filled], 1)
-            np.add.at(right, cs[rows][filled & hit], 1)
-    share = (right + RELIABILITY_PRIOR) / (compared + 2 * RELIABILITY_PRIOR)
-    odds = share / (1 - share)  # a source right as often as wrong counts 1; one right 9 times in 10 counts 9
-    out = np.ones(len(ce))
-    out[cs >= 0] = odds[cs[cs >= 0]]
+            np.add.at(right, cs[rows][filled & (held == known.get(str(wanted), -2))], 1)
+        share = (right + RELIABILITY_PRIOR) / (compared + 2 * RELIABILITY_PRIOR)
+        odds = share / (1 - share)  # a source right as often as wrong (or never compared) counts 1
+        weight = np.ones(len(ce))
+        weight[cs >= 0] = odds[cs[cs >= 0]]
+        out[c] = weight
     return out
 
 
