@@ -219,7 +219,7 @@ def learn(frame: pd.DataFrame, truth: pd.DataFrame | None = None) -> Dependencie
     found: list[Dependency] = []
     protected = sorted({c for pair in entities.items() for c in pair})
     weights = {a: _source_weights(a, source, columns, codes, values) for a, source in entities.items()}
-    reliable = {a: _reliability(a, source, columns, codes, values, truth)
+    reliable = {a: _reliability(a, source, columns, codes, values, truth, weights[a])
                 for a, source in entities.items()} if truth is not None and len(truth) else {}
     for b in columns:
         if b in protected:
@@ -423,24 +423,32 @@ def _entities(determinants, codes, values, plain) -> dict[str, str]:
 #: right and wrong reports assumed besides: a source the labels never meet counts 1, and a few labelled
 #: entities move it less than many.
 RELIABILITY_PRIOR = 2.0
+#: Do no harm: the weights are used in a column only when they settle this share of the labelled entities right,
+#: each weighed without its own label (and at least `MIN_RELIABLE_ENTITIES` of them).
+RELIABLE_SHARE, MIN_RELIABLE_ENTITIES = 0.95, 3
 
 
-def _reliability(entity, source, columns, codes, values, truth: pd.DataFrame) -> dict[str, np.ndarray]:
+def _reliability(entity, source, columns, codes, values, truth: pd.DataFrame,
+                 base: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Per column, per row: the odds that the row's source reports that column of a labelled entity as the person
     has it, from (right + 2) / (compared + 4) over the labelled entities' rows. A column apart from the others:
-    a site right on scheduled times may be wrong on actual ones.
+    a site right on scheduled times may be wrong on actual ones. A column is left out (its sources vote as they
+    would without labels) unless the weights, learned without an entity's own label, vote that entity's value
+    right on `RELIABLE_SHARE` of the labelled entities; `base` is the rows' weight besides (copies counted once).
 
     Example:
-        >>> frame = pd.DataFrame({"flight": ["F1"] * 3 + ["F2"] * 3, "src": ["a", "b", "c"] * 2,
-        ...                       "dep": ["8:00", "9:00", "9:00", "7:00", "7:30", "7:30"]})
+        >>> frame = pd.DataFrame({"flight": [f"F{i // 3}" for i in range(12)], "src": ["a", "b", "c"] * 4,
+        ...                       "dep": ["8:00", "9:00", "9:00"] * 4})
         >>> codes, values = {}, {}
         >>> for c in frame.columns:
         ...     codes[c], values[c] = pd.factorize(cell_keys(frame[c]))
-        >>> truth = pd.DataFrame({"flight": ["F1"], "src": ["b"], "dep": ["8:00"]})
-        >>> _reliability("flight", "src", list(frame.columns), codes, values, truth)["dep"].round(2).tolist()
-        [1.5, 0.67, 0.67, 1.5, 0.67, 0.67]
+        >>> truth = pd.DataFrame({"flight": ["F0", "F1", "F2"], "src": ["b"] * 3, "dep": ["8:00"] * 3})
+        >>> _reliability("flight", "src", list(frame.columns), codes, values, truth)["dep"].round(2).tolist()[:3]
+        [2.5, 0.4, 0.4]
     """
     ce, cs = codes[entity], codes[source]
+    ns = len(values[source])
+    base = np.ones(len(ce)) if base is None else base
     position = {str(v): i for i, v in enumerate(values[entity])}
     labelled = cell_keys(truth[entity]) if entity in truth.columns else pd.Series(dtype=object)
     compared_columns = [c for c in columns if c not in (entity, source) and c in truth.columns]
@@ -448,20 +456,34 @@ def _reliability(entity, source, columns, codes, values, truth: pd.DataFrame) ->
     if not labelled.notna().any():
         return out
     for c in compared_columns:
-        right, compared = np.zeros(len(values[source])), np.zeros(len(values[source]))
         known = {str(v): j for j, v in enumerate(values[c])}
+        seen: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}  # entity code -> its rows, right per source, truth
         for key, wanted in zip(labelled.tolist(), cell_keys(truth[c]).tolist()):
-            if key is None or wanted is None or str(key) not in position:
+            if key is None or wanted is None or str(key) not in position or position[str(key)] in seen:
                 continue
-            rows = (ce == position[str(key)]) & (cs >= 0)
-            held = codes[c][rows]
-            filled = held >= 0
-            np.add.at(compared, cs[rows][filled], 1)
-            np.add.at(right, cs[rows][filled & (held == known.get(str(wanted), -2))], 1)
-        share = (right + RELIABILITY_PRIOR) / (compared + 2 * RELIABILITY_PRIOR)
-        odds = share / (1 - share)  # a source right as often as wrong (or never compared) counts 1
+            rows = np.flatnonzero((ce == position[str(key)]) & (cs >= 0) & (codes[c] >= 0))
+            seen[position[str(key)]] = (rows, known.get(str(wanted), -2))
+        right, compared = np.zeros(ns), np.zeros(ns)
+        for rows, wanted in seen.values():
+            np.add.at(compared, cs[rows], 1)
+            np.add.at(right, cs[rows][codes[c][rows] == wanted], 1)
+
+        def odds(r, n):
+            share = (r + RELIABILITY_PRIOR) / (n + 2 * RELIABILITY_PRIOR)
+            return share / (1 - share)  # a source right as often as wrong (or never compared) counts 1
+
+        settled = 0
+        for rows, wanted in seen.values():  # each labelled entity voted with weights learned without it
+            mine_right, mine = np.zeros(ns), np.zeros(ns)
+            np.add.at(mine, cs[rows], 1)
+            np.add.at(mine_right, cs[rows][codes[c][rows] == wanted], 1)
+            weight = odds(right - mine_right, compared - mine)[cs[rows]] * base[rows]
+            votes = np.bincount(codes[c][rows], weights=weight, minlength=len(values[c]))
+            settled += bool(len(rows)) and int(np.argmax(votes)) == wanted
+        if len(seen) < MIN_RELIABLE_ENTITIES or settled < RELIABLE_SHARE * len(seen):
+            continue
         weight = np.ones(len(ce))
-        weight[cs >= 0] = odds[cs[cs >= 0]]
+        weight[cs >= 0] = odds(right, compared)[cs[cs >= 0]]
         out[c] = weight
     return out
 
