@@ -72,6 +72,12 @@ def drop_format(path: Path | str) -> str:
     return FORMATS[suffix]
 
 
+def is_text_drop(path: Path | str) -> bool:
+    """Whether a drop is text (CSV, TSV), where an empty field and a null are written alike; False for a name
+    with no known extension."""
+    return FORMATS.get(Path(path).suffix.lower()) in ("csv", "tsv")
+
+
 def drop_key(path: Path | str) -> str:
     """A partition-safe key for a drop: its file name with anything unusual replaced by '_'."""
     return _partition_safe(Path(path).name)[:200]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from .errors import SmolcleanError
-from .labels import ROW, Labels, is_text_drop
+from .drops import is_text_drop
+from .labels import ROW, Labels
 from .plan import ChunkPlan
 from .storage import DatasetStore
 from .validate import as_text

@@ -23,10 +23,11 @@ import numpy as np
 import pandas as pd
 
 from .detectors.cells import NULL_TOKENS, normalise, value_shape
-from .drops import drop_format, read_drop
+from .drops import drop_format, is_text_drop, read_drop
 from .export import render_module
-from .errors import DropReadError, LabelError
+from .errors import LabelError
 from .files import write_atomic
+from .instructions import split_instructions, with_items
 from .profile import detect_issues
 from .registry import DroppedFunction, Registry
 from .validate import CodeRunner, as_text
@@ -114,34 +115,40 @@ class Labels:
     def made_right_by(self, before: pd.DataFrame, after: pd.DataFrame) -> int:
         """How many labelled cells a function changed (`before` -> `after`, both the labelled rows in order) to the
         person's value."""
-        b, a, truth = self._cells(before), self._cells(after), self._cells(self.truth)
-        right = 0
-        for column in self.truth.columns:
-            if column in a.columns and column in b.columns:
-                changed = ~((b[column] == a[column]) | (b[column].isna() & a[column].isna()))
-                right += int((changed & (a[column] == truth[column])).sum())
-        return right
+        return sum(int((changed & ~wrong).sum()) for _, changed, wrong, _ in self._changes(before, after))
 
     def broken_by(self, before: pd.DataFrame, after: pd.DataFrame) -> list[Broken]:
         """The labelled cells a function changed (`before` -> `after`, both the labelled rows in order) to a
         value other than the person's."""
-        b, a, truth = self._cells(before), self._cells(after), self._cells(self.truth)
-        raw = as_text(self.rows).reset_index(drop=True)
+        raw, truth = as_text(self.rows).reset_index(drop=True), self._cells(self.truth)
         out = []
-        for j, column in enumerate(self.truth.columns):
-            if column not in a.columns or column not in b.columns:
-                continue
-            changed = ~((b[column] == a[column]) | (b[column].isna() & a[column].isna()))
-            wrong = ~((a[column] == truth[column]) | (a[column].isna() & truth[column].isna()))
+        for column, changed, wrong, written in self._changes(before, after):
+            j = list(self.truth.columns).index(column)
             for i in np.flatnonzero((changed & wrong).to_numpy()):
                 cell = Cell(int(self.rows.index[i]), str(column), raw.iat[i, j], truth.iat[i, j])
-                out.append(Broken(cell, a[column].iat[i]))
+                out.append(Broken(cell, written.iat[i]))
         return out
+
+    def _changes(self, before: pd.DataFrame, after: pd.DataFrame):
+        """Per labelled column both frames hold: (column, the cells the function changed, the cells it leaves off
+        the person's value, the cells as it writes them)."""
+        b, a, truth = self._cells(before), self._cells(after), self._cells(self.truth)
+        for column in self.truth.columns:
+            if column in a.columns and column in b.columns:
+                changed = ~((b[column] == a[column]) | (b[column].isna() & a[column].isna()))
+                wrong = ~((a[column] == truth[column]) | (a[column].isna() & truth[column].isna()))
+                yield column, changed, wrong, a[column]
 
     def _cells(self, frame: pd.DataFrame) -> pd.DataFrame:
         """`frame`'s cells as compared with the person's: text or None, and in a text drop None written empty."""
         text = as_text(frame).reset_index(drop=True)
         return text.fillna("") if self.text else text
+
+    def with_conventions(self, instructions: str) -> str:
+        """`instructions` with the conventions the corrections show (`conventions`) as items of their own, as the
+        rules read them."""
+        said = self.conventions()
+        return with_items(instructions, [i.text for i in split_instructions(said)]) if said else instructions
 
     def conventions(self) -> str:
         """What the corrections show the user wants, in the words the rules read (`analysts.drop_findings`), each
@@ -373,13 +380,6 @@ def read_labels(path: Path | str, drop_path: Path | str, *, drop: pd.DataFrame |
     truth.index = rows.index
     return Labels(source=path.name, rows=rows, truth=truth, text=is_text_drop(drop_path))
 
-
-def is_text_drop(path: Path | str) -> bool:
-    """Whether a drop is text (CSV, TSV), where an empty field and a null are written alike."""
-    try:
-        return drop_format(path) in ("csv", "tsv")
-    except DropReadError:
-        return False
 
 
 def keep_what_labels_allow(registry: Registry, labels: list[Labels], runner: CodeRunner, *,

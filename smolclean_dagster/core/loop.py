@@ -27,8 +27,7 @@ import pandas as pd
 from .analysts.base import AnalysisRequest, Analyst, Proposal, RegisteredSummary, Usage
 from .errors import SmolcleanError
 from .functions import CleaningFunction, constants_of, kept_as_written
-from .instructions import (Declined, InstructionItem, ItemState, item_key, new_items, open_items, split_instructions,
-                           with_items)
+from .instructions import Declined, InstructionItem, ItemState, item_key, new_items, open_items
 from .labels import KEPT_FOR_LABELS, Broken, Labels, describe_broken
 from .profile import detect_issues
 from .registry import Provenance, Registry, RegistryEntry, RegistryStore
@@ -403,7 +402,7 @@ def _instructions(settings: LoopSettings, model: bool) -> str:
     show (a model reads the corrections themselves)."""
     if model or settings.labels is None:
         return settings.instructions
-    return with_items(settings.instructions, [i.text for i in split_instructions(settings.labels.conventions())])
+    return settings.labels.with_conventions(settings.instructions)
 
 
 def _against_labels(fn: CleaningFunction, registry: Registry, labels: Labels, runner: CodeRunner,

@@ -185,8 +185,8 @@ def select_wave(
     Residual dirt in chunks the analyst already worked on is dirt it could not fix there: another chunk
     showing only that is not worth a call. Selection is done when nothing new is left, or the chunk budget
     or the step budget is spent. A drop whose labelled rows hold corrections (`taught`) gets one chunk even when
-    no detector sees dirt: the corrections show what the user wants written otherwise. Before it is done, a model is given one more chunk for the kinds of dirt
-    still left on the held-out rows (`held_out`, "kind:column"), each kind once: it is told the kinds and
+    no detector sees dirt: the corrections show what the user wants written otherwise. Before it is done, a
+    model is given one more chunk for the kinds of dirt still left on the held-out rows (`held_out`, "kind:column"), each kind once: it is told the kinds and
     the columns, never the held-out values, so the held-out check stays a check on rows it never saw.
 
     Example:

@@ -6,7 +6,6 @@ chunk_functions -> registry -> validation (+ blocking checks) -> cleaning_module
 
 # No `from __future__ import annotations`: Dagster reads the asset functions' type hints as classes.
 from functools import partial
-from pathlib import Path
 
 import dagster as dg
 import pandas as pd
@@ -17,7 +16,7 @@ from ..cleaning.module_versions import learning_run_metrics
 from ..core.analysts.base import Usage
 from ..core.analysts.rules import RulesAnalyst
 from ..core.consolidate import consolidate
-from ..core.drops import FORMATS
+from ..core.drops import is_text_drop
 from ..core.errors import SmolcleanError
 from ..core.export import write_module
 from ..core.functions import CleaningFunction
@@ -183,7 +182,7 @@ def _holdout_rows(store: DatasetStore) -> tuple[pd.DataFrame, list[bool]]:
         rows = plan.holdout_rows(store.load_frame("raw_data", plan.drop))
         if len(rows):
             frames.append(rows)
-            text_rows += [FORMATS.get(Path(plan.drop).suffix.lower()) in ("csv", "tsv")] * len(rows)
+            text_rows += [is_text_drop(plan.drop)] * len(rows)
     return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), text_rows
 
 

@@ -8,7 +8,6 @@ function lands in the module only when the model adopted it.
 
 from __future__ import annotations
 
-from ..instructions import split_instructions, with_items
 from .base import AnalysisRequest, Analyst, Candidate, Proposal
 
 #: Most candidates offered in one prompt (the first ones in the rules' priority order).
@@ -60,11 +59,9 @@ def _as_the_rules_read_it(request: AnalysisRequest) -> AnalysisRequest:
     """The request with the conventions the user's corrections show among the instruction items, as the rules
     read them (`Labels.conventions`): the model reads the corrections themselves, the rules' candidates need
     them said ("Write whole numbers without a decimal point in column 'rate'.")."""
-    said = request.labels.conventions() if request.labels is not None else ""
-    if not said:
+    if request.labels is None:
         return request
-    items = [i.text for i in split_instructions(said)]
-    return request.model_copy(update={"instructions": with_items(request.instructions, items)})
+    return request.model_copy(update={"instructions": request.labels.with_conventions(request.instructions)})
 
 
 def _covered(function, offered) -> bool:

@@ -470,9 +470,8 @@ def _detect(kind: str, column: ColumnValues, instructions: str) -> Finding | Non
     whitespace only when they ask for whitespace to be normalised."""
     if kind == whitespace.KIND:
         return whitespace.detect(column, normalise_free_text=asks_to_normalise_whitespace(instructions))
-    if kind == number_format.KIND and (_number_forms_asked(instructions, column.name) != (False, False)):
-        whole, leading_zeros = _number_forms_asked(instructions, column.name)
-        return number_format.detect_asked(column, whole=whole, leading_zeros=leading_zeros)
+    if kind == number_format.KIND and any(asked := _number_forms_asked(instructions, column.name)):
+        return number_format.detect_asked(column, whole=asked[0], leading_zeros=asked[1])
     return DETECTORS[KINDS.index(kind)].detect(column)
 
 

@@ -457,35 +457,37 @@ def _reliability(entity, source, columns, codes, values, truth: pd.DataFrame,
         return out
     for c in compared_columns:
         known = {str(v): j for j, v in enumerate(values[c])}
-        seen: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}  # entity code -> its rows, right per source, truth
+        labelled_rows = {}  # entity code -> its rows with a report of `c`, and the person's value's code
         for key, wanted in zip(labelled.tolist(), cell_keys(truth[c]).tolist()):
-            if key is None or wanted is None or str(key) not in position or position[str(key)] in seen:
-                continue
-            rows = np.flatnonzero((ce == position[str(key)]) & (cs >= 0) & (codes[c] >= 0))
-            seen[position[str(key)]] = (rows, known.get(str(wanted), -2))
-        right, compared = np.zeros(ns), np.zeros(ns)
-        for rows, wanted in seen.values():
-            np.add.at(compared, cs[rows], 1)
-            np.add.at(right, cs[rows][codes[c][rows] == wanted], 1)
-
-        def odds(r, n):
-            share = (r + RELIABILITY_PRIOR) / (n + 2 * RELIABILITY_PRIOR)
-            return share / (1 - share)  # a source right as often as wrong (or never compared) counts 1
-
+            if key is not None and wanted is not None and str(key) in position:
+                rows = np.flatnonzero((ce == position[str(key)]) & (cs >= 0) & (codes[c] >= 0))
+                labelled_rows.setdefault(position[str(key)], (rows, known.get(str(wanted), -2)))
+        seen = []  # per labelled entity: its rows, the person's value, and its sources' reports compared and right
+        for rows, wanted in labelled_rows.values():
+            compared_here, right_here = np.zeros(ns), np.zeros(ns)
+            np.add.at(compared_here, cs[rows], 1)
+            np.add.at(right_here, cs[rows][codes[c][rows] == wanted], 1)
+            seen.append((rows, wanted, compared_here, right_here))
+        compared = sum((e[2] for e in seen), np.zeros(ns))
+        right = sum((e[3] for e in seen), np.zeros(ns))
         settled = 0
-        for rows, wanted in seen.values():  # each labelled entity voted with weights learned without it
-            mine_right, mine = np.zeros(ns), np.zeros(ns)
-            np.add.at(mine, cs[rows], 1)
-            np.add.at(mine_right, cs[rows][codes[c][rows] == wanted], 1)
-            weight = odds(right - mine_right, compared - mine)[cs[rows]] * base[rows]
+        for rows, wanted, compared_here, right_here in seen:  # each voted with weights learned without its label
+            weight = _odds(right - right_here, compared - compared_here)[cs[rows]] * base[rows]
             votes = np.bincount(codes[c][rows], weights=weight, minlength=len(values[c]))
             settled += bool(len(rows)) and int(np.argmax(votes)) == wanted
         if len(seen) < MIN_RELIABLE_ENTITIES or settled < RELIABLE_SHARE * len(seen):
             continue
         weight = np.ones(len(ce))
-        weight[cs >= 0] = odds(right, compared)[cs[cs >= 0]]
+        weight[cs >= 0] = _odds(right, compared)[cs[cs >= 0]]
         out[c] = weight
     return out
+
+
+def _odds(right: np.ndarray, compared: np.ndarray) -> np.ndarray:
+    """Per source, the odds of a right report, `RELIABILITY_PRIOR` right and wrong ones assumed besides: a source
+    right as often as wrong (or never compared) counts 1."""
+    share = (right + RELIABILITY_PRIOR) / (compared + 2 * RELIABILITY_PRIOR)
+    return share / (1 - share)
 
 
 def _source_weights(entity, source, columns, codes, values) -> np.ndarray:
