@@ -378,3 +378,66 @@ def test_a_rule_the_labels_show_wrong_once_is_judged_for_harm_though_it_makes_ot
     # kept with "16 oz" as written, it passed the labels and went on to the harm check, which sent it back
     assert reasons and all(r.startswith("it would do harm") for r in reasons), reasons
     assert all("16 oz" not in r for r in reasons), "the confirmed value is kept as written"
+
+
+def publications(path: Path, rows: int, seed: int) -> pd.DataFrame:
+    """A reference manager's export of journal articles, and the truth written first: the dates of articles since
+    2002 went through an importer that wrote them year/month/day ("4/2/15" for 2 February 2004, day 15), the older
+    ones stayed month/day/year ("3/28/73"). Most of the importer's dates read as month/day/year too ("1/1/13"):
+    nothing in the file says which they are. Returns the truth; the file holds the export."""
+    rng = random.Random(seed)
+    journals = ["Nature", "BMJ", "Lancet", "Science", "J Biol Chem", "Ann Rheum Dis"]
+    truth, written = [], []
+    for i in range(rows):
+        year, month, day = rng.choice([rng.randint(1965, 2001), rng.randint(2002, 2015), rng.randint(2002, 2015)]), \
+            rng.randint(1, 12), rng.randint(1, 28)
+        record = {"id": str(700000 + seed * 10000 + i), "title": f"Study {i} of case series {rng.randint(1, 99)}",
+                  "journal": rng.choice(journals), "created": f"{month}/{day}/{year % 100:02d}",
+                  "pages": f"{rng.randint(1, 900)}-{rng.randint(1, 9)}"}
+        truth.append(record)
+        written.append({**record, "created": f"{year % 100}/{month}/{day:02d}"} if year >= 2002 else record)
+    pd.DataFrame(written, dtype=str).to_csv(path, index=False)
+    return pd.DataFrame(truth, dtype=str)
+
+
+def test_corrected_dates_teach_the_layout_they_are_wanted_in_for_the_next_drop(tmp_path):
+    drop, later = tmp_path / "articles.csv", tmp_path / "later.csv"
+    publications(drop, 500, seed=1)
+    truth = publications(later, 400, seed=2)
+
+    def cleaned_later(workdir: Path, *extra: str) -> pd.DataFrame:
+        proc = subprocess.run([sys.executable, "-m", "smolclean_dagster.cli", "learn", str(drop), "--name", "articles",
+                               "--workdir", str(workdir), "--concurrency", "1", "--chunk-budget", "2", *extra],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        module, out = workdir / "modules" / "articles" / "clean_articles.py", tmp_path / f"{workdir.name}.csv"
+        ran = subprocess.run([sys.executable, str(module), str(later), str(out)], capture_output=True, text=True)
+        assert ran.returncode == 0, ran.stderr
+        again = tmp_path / f"{workdir.name}_again.csv"
+        ran = subprocess.run([sys.executable, str(module), str(out), str(again)], capture_output=True, text=True)
+        assert ran.returncode == 0, ran.stderr
+        cleaned = pd.read_csv(out, dtype=str, keep_default_na=False)
+        assert pd.read_csv(again, dtype=str, keep_default_na=False).equals(cleaned), "its own output stays as it is"
+        return cleaned
+
+    raw = pd.read_csv(later, dtype=str, keep_default_na=False)
+    assert cleaned_later(tmp_path / "alone").equals(raw), "without labels no date is read in another layout"
+
+    assert main(["label", str(drop), "--name", "articles", "--rows", "30", "-o", str(tmp_path / "to_label.csv")]) == 0
+    sample = pd.read_csv(tmp_path / "to_label.csv", dtype=str, keep_default_na=False)
+    first = publications(tmp_path / "again.csv", 500, seed=1)
+    # the person writes each date of the sample as it should be; every other cell is confirmed
+    sample["created"] = [first["created"].iat[int(n) - 1] for n in sample[ROW]]
+    sample.to_csv(tmp_path / "corrected.csv", index=False)
+    taught = cleaned_later(tmp_path / "taught", "--labels", str(tmp_path / "corrected.csv"))
+
+    changed = taught["created"] != raw["created"]
+    wrong = raw["created"] != truth["created"]
+    assert (taught.drop(columns="created") == raw.drop(columns="created")).all().all()
+    assert (taught.loc[changed, "created"] == truth.loc[changed, "created"]).all(), \
+        taught.loc[changed & (taught["created"] != truth["created"]), "created"].head()
+    # every wrong date whose right form cannot be read year/month/day in turn is put right: the dates that read
+    # both ways as well as those that do not ("13/5/01" has no month 13)
+    settled = wrong & ~truth["created"].str.fullmatch(r"([1-9]|1[0-2])/([1-9]|1[0-2])/\d\d")
+    both_ways = settled & raw["created"].str.fullmatch(r"([1-9]|1[0-2])/\d{1,2}/\d\d")
+    assert both_ways.sum() > 100 and (changed == settled).all(), (changed.sum(), settled.sum())

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from . import date_layouts
 from .detectors.cells import NULL_TOKENS, normalise, value_shape
 from .drops import drop_format, is_text_drop, read_drop
 from .export import render_module
@@ -172,7 +173,24 @@ class Labels:
                 said.append("Fill missing values from the other rows.")
             elif normalise(cell.before or "") == cell.after and "  " in (cell.before or "").strip():
                 said.append("Collapse double spaces.")
+        said += self._date_layouts()
         return " ".join(dict.fromkeys(said))
+
+    def _date_layouts(self) -> list[str]:
+        """Per column, the date layout its corrections teach ("4/2/15" -> "2/15/04": dates written Y/M/DD are
+        wanted M/D/YY), in the words `asked.asked_layouts` reads."""
+        said = []
+        cells = self.cells
+        for column in dict.fromkeys(c.column for c in cells if c.corrected):
+            mine = [c for c in cells if c.column == column]
+            taught = date_layouts.learn([(c.before or "", c.after or "") for c in mine if c.corrected],
+                                        confirmed=[c.after for c in mine if not c.corrected and c.after])
+            if taught is not None:
+                name = f"'{column}'" if "'" not in column else f'"{column}"'
+                both = ", also those that read both ways" if taught.both_ways else ""
+                said.append(f"Write the dates of column {name} written {taught.source} (as in '{taught.example[0]}') "
+                            f"in the layout {taught.target} (as in '{taught.example[1]}'){both}.")
+        return said
 
     def summary(self) -> str:
         """One line: how many rows, cells corrected and confirmed."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ..date_layouts import Layout
 from ..detectors import broken_text, date_format, null_tokens, number_format, whitespace
 from ..instructions import ItemState, split_instructions
 
@@ -61,6 +62,11 @@ _WHOLE_NUMBERS = re.compile(r"\bwhole numbers?\b.*\bwithout (?:a |the |any )?dec
 _LEADING_ZEROS = re.compile(
     r"\b(?:without|no) (?:the |their |its |any )?leading zeros?\b|"
     r"\b(?:strip|remove|drop)\w* (?:the |their |its |any |all )?leading zeros?\b", re.IGNORECASE)
+#: Dates written in one layout asked in another: "dates ... written Y/M/DD ... in the layout M/D/YY", and
+#: whether those that read both ways go too.
+_LAYOUT_WORD = r"[YMD]{1,4}[/.-][YMD]{1,4}[/.-][YMD]{1,4}"
+_LAYOUTS = re.compile(rf"\bdates?\b.*?\bwritten\s+({_LAYOUT_WORD})\b.*?\bin the layout\s+({_LAYOUT_WORD})\b"
+                      r"(.*\bboth ways\b)?", re.IGNORECASE)
 _ISO_DATES = re.compile(r"^(?=.*\bdates?\b).*?(?:\bISO(?:[ -]?8601)?\b|\bYYYY-MM-DD\b)", re.IGNORECASE | re.MULTILINE)
 
 
@@ -213,6 +219,27 @@ def asked_rewrites(instructions: str, column: str) -> dict[str, str]:
     return out
 
 
+def asked_layouts(instructions: str, column: str) -> list[tuple[Layout, Layout, bool]]:
+    """The date layouts the user asks `column`'s dates to be rewritten between ("Write the dates of column 'd'
+    written D/M/YYYY in the layout YYYY-MM-DD."): (written in, wanted in, whether a date that reads both ways is
+    rewritten too, "also those that read both ways"), as a person's corrections teach them (core/date_layouts.py).
+
+    Example:
+        >>> [(str(a), str(b), both) for a, b, both in asked_layouts(
+        ...     "Write the dates of column 'd' written Y/M/DD (as in '4/2/15') in the layout M/D/YY.", "d")]
+        [('Y/M/DD', 'M/D/YY', False)]
+    """
+    out = []
+    for text in _item_texts(instructions):
+        if not in_scope(text, column):
+            continue
+        for m in _LAYOUTS.finditer(text):
+            source, target = Layout.parse(m[1]), Layout.parse(m[2])
+            if source is not None and target is not None and source != target:
+                out.append((source, target, bool(m[3])))
+    return out
+
+
 def asks_to_keep(text: str) -> bool:
     """Whether an instruction item asks for cells to stay as they are written ("Keep 'N/A' as written in column
     'email'."): carried out by changing nothing, so no function serves it.
@@ -245,6 +272,7 @@ def left_as_written(instructions: str) -> frozenset[str]:
 
 #: Finding kind of the values the user asks to be rewritten (no detector finds them: the user's words do).
 REWRITES = "asked_rewrites"
+LAYOUTS = "asked_date_layouts"
 
 _ASKS = {
     null_tokens.KIND: _REAL_NULLS, number_format.KIND: _PLAIN_NUMBERS, broken_text.KIND: _DEBRIS,
@@ -265,6 +293,8 @@ def items_served(kind: str, columns: Iterable[str], items: Iterable[ItemState]) 
     for item in items:
         if kind == REWRITES:
             asked = any(asked_rewrites(item.text, c) for c in columns)
+        elif kind == LAYOUTS:
+            asked = any(asked_layouts(item.text, c) for c in columns)
         else:
             pattern = _ASKS.get(kind)
             asked = pattern is not None and bool(pattern.search(item.text)) and any(in_scope(item.text, c) for c in columns)
@@ -273,7 +303,7 @@ def items_served(kind: str, columns: Iterable[str], items: Iterable[ItemState]) 
     return tuple(out)
 
 
-__all__ = ["REWRITES", "asked_rewrites", "asks_for_iso_dates", "asks_for_plain_numbers", "asks_for_real_nulls",
+__all__ = ["LAYOUTS", "REWRITES", "asked_layouts", "asked_rewrites", "asks_for_iso_dates", "asks_for_plain_numbers", "asks_for_real_nulls",
            "asks_for_whole_numbers", "asks_to_fill", "asks_to_keep", "asks_to_normalise_whitespace",
            "asks_to_remove_debris", "asks_without_leading_zeros", "in_scope", "items_served", "left_as_written",
            "named_columns"]

@@ -38,13 +38,16 @@ from ..detectors import (
     whitespace,
 )
 from ..detectors.cells import NULL_TOKENS
+from ..date_layouts import Layout, convert
 from ..detectors.date_format import candidate_formats
 from ..findings import Finding
 from ..functions import CleaningFunction, RuleSpec, kept_as_written
 from ..profile import detect_issues
 from .base import AnalysisRequest, Issue, ItemDecline, Proposal
 from .asked import (
+    LAYOUTS,
     REWRITES,
+    asked_layouts,
     asked_rewrites,
     asks_for_iso_dates,
     asks_for_plain_numbers,
@@ -227,6 +230,15 @@ def _rewrites(found: list[Finding], refined: list[Finding | None], columns: list
     return {"column": f.column, "mapping": mapping, "examples": _arrows(list(mapping)[:2], mapping)}
 
 
+def _layouts(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
+    (f,), _ = found, refined
+    source, target = (Layout.parse(f.params[k]) for k in ("source", "target"))
+    return {"column": f.column, "source_text": str(source), "target_text": str(target),
+            "source": [source.order, source.separator, list(source.widths)],
+            "target": [target.order, target.separator, list(target.widths)],
+            "both_ways": f.params["both_ways"], "examples": _arrows(list(f.params["examples"]), f.params["examples"])}
+
+
 def _dependencies(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict | None:
     tables = [t for f in found for t in f.params["dependencies"]]
     conditions = [c for f in found for c in f.params["conditions"]]
@@ -283,6 +295,7 @@ RULES = {
         Rule(date_format.KIND, "dates_to_iso.py.j2", "dates_to_iso", _dates),
         Rule(boolean_spellings.KIND, "unify_booleans.py.j2", "unify_booleans", _booleans),
         Rule(REWRITES, "rewrite_values.py.j2", "rewrite_values", _rewrites),
+        Rule(LAYOUTS, "rewrite_date_layout.py.j2", "rewrite_date_layout", _layouts),
         Rule(dependencies.KIND, "repair_dependencies.py.j2", "repair_dependencies", _dependencies, spans_columns=True),
     )
 }
@@ -291,7 +304,7 @@ RULES_BY_TEMPLATE = {rule.template: rule for rule in RULES.values()}
 #: by then the values the dependencies are learned from are as clean as the other rules make them.
 DROP_KINDS = (dependencies.KIND,)
 #: Findings the user's words make (no detector sees them): values the instructions ask to be written otherwise.
-ASKED_KINDS = (REWRITES,)
+ASKED_KINDS = (REWRITES, LAYOUTS)
 
 
 class RulesAnalyst:
@@ -362,7 +375,7 @@ class RulesAnalyst:
                 if (f := _detect(number_format.KIND, ColumnValues.of(name, request.chunk[name]), request.instructions))
             ]
         findings += drop_findings(request, findings, {kind: rule.prefix for kind, rule in RULES.items()})
-        return findings + _asked_rewrites(request)
+        return findings + _asked_rewrites(request) + _asked_layouts(request)
 
     def _functions(self, request: AnalysisRequest, findings: list[Finding]) -> Iterator[CleaningFunction]:
         taken = {s.name for s in request.registry}
@@ -503,6 +516,34 @@ def _asked_rewrites(request: AnalysisRequest) -> list[Finding]:
                                message=f"{sum(held.values())} cells of {str(column)!r} hold values the instructions "
                                f"ask to write otherwise ({', '.join(map(repr, held))})",
                                examples=tuple(held)[:3], params={"mapping": mapping}))  # every value asked: the next drop too
+    return out
+
+
+def _asked_layouts(request: AnalysisRequest) -> list[Finding]:
+    """The date layouts the user's instructions (or corrections, `Labels.conventions`) ask a column's dates to be
+    rewritten between, where the chunk or the reference rows hold a date they rewrite."""
+    if not request.instructions:
+        return []
+    out = []
+    frames = [request.chunk] + ([request.reference] if request.reference is not None else [])
+    for column in request.chunk.columns:
+        for source, target, both_ways in asked_layouts(request.instructions, str(column)):
+            held: dict[str, str] = {}
+            cells = 0
+            for frame in frames:
+                if column in frame.columns:
+                    text = frame[column][frame[column].apply(isinstance, args=(str,))]
+                    for value, n in text.value_counts().items():
+                        if (written := held.get(value) or convert(value, source, target, both_ways)) is not None:
+                            held[value], cells = written, cells + int(n)
+            if held:
+                examples = dict(list(held.items())[:2])
+                out.append(Finding(kind=LAYOUTS, column=str(column), count=cells,
+                                   message=f"{cells} cells of {str(column)!r} hold dates written {source} the "
+                                   f"instructions ask in the layout {target} ({_arrows(list(examples), examples)})",
+                                   examples=tuple(examples), params={"source": str(source), "target": str(target),
+                                                                     "both_ways": both_ways, "examples": examples}))
+                break  # one layout per column: the first asked
     return out
 
 
