@@ -3,13 +3,17 @@ generated function does what the detector's reference repair does, row by row, w
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 
 from smolclean_dagster.core.analysts.base import AnalysisRequest
 from smolclean_dagster.core.analysts.hybrid import _evidence as hybrid_evidence
+from smolclean_dagster.core.analysts import rules
 from smolclean_dagster.core.analysts.rules import RulesAnalyst
 from smolclean_dagster.core.detectors import dependencies
+from smolclean_dagster.core.drop_counts import drop_counts, with_drop
 from smolclean_dagster.core.sandbox.gate import check_function
 
 
@@ -369,3 +373,56 @@ def test_labelled_entities_teach_which_sources_to_believe():
     repaired = dependencies.repair(reports, dependencies.learn(reports, truth=labelled))
     settled = repaired["flight"].isin(list(taught))
     assert (repaired["arr"][settled] == repaired["flight"][settled].map(right)).all()
+
+
+def train_reports(trains: int = 60, seed: int = 5) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Train x website reports of an arrival time, and the times as they were. Three sites are right on 80-90% of
+    the trains, each wrong on its own; eight mirrors of one feed are wrong together on four trains in five (each
+    with slips of its own, so no exact copies), and right together on the fifth."""
+    rng = np.random.default_rng(seed)
+    rows, truth = [], {}
+    for t in range(trains):
+        hour, train = 1 + t % 11, f"RX-{300 + t}"
+        right, feed = f"{hour}:{10 + t % 50:02d} p.m.", f"{hour}:{11 + t % 48:02d} p.m."
+        for site, p in (("operator", 0.9), ("station", 0.85), ("tracker", 0.8)):
+            rows.append({"train": train, "src": site,
+                         "arr": right if rng.random() < p else f"{hour}:{rng.integers(0, 60):02d} p.m."})
+        fed = feed if rng.random() < 0.8 else right
+        for k in range(8):
+            rows.append({"train": train, "src": f"mirror{k}",
+                         "arr": fed if rng.random() < 0.85 else f"{hour}:{rng.integers(0, 60):02d} p.m."})
+        truth[train] = right
+    return pd.DataFrame(rows, dtype=object), truth
+
+
+def test_where_weighed_votes_settle_too_few_labelled_trains_the_clear_votes_still_repair_right():
+    reports, right = train_reports()
+
+    def table(learned):
+        found = [d for d in learned.dependencies if d.dependent == "arr"]
+        return found[0] if found else None
+
+    alone = table(dependencies.learn(reports))
+    assert sum(right[k] == v for k, v in alone.mapping.items()) < len(alone.mapping) / 2, "the mirrors outvote the sites"
+    # Twelve trains a person labelled. Weighed by how often each source was right there, the votes still settle
+    # some of them wrong: when the mirrors are right together, they outvote a site's slip. Only a source right more
+    # often than wrong counts, each by the log of its odds, and a train whose value leads clearly is repaired.
+    labelled = reports[reports["train"].isin(list(right)[:12]) & (reports["src"] == "mirror0")].copy()
+    labelled["arr"] = labelled["train"].map(right)
+    taught = table(dependencies.learn(reports, truth=labelled))
+    assert taught is not None and taught.source == "src" and len(taught.mapping) >= 40
+    assert all(right[k] == v for k, v in taught.mapping.items()), "every train the vote settles is settled right"
+
+    # The module repairs the drop it learned from as voted: a plain count of the drop's rows (most of them the
+    # mirrors') does not overrule the sources' weighed vote
+    finding = SimpleNamespace(column="arr", examples=["a mirror's time -> the sites'"], params={
+        "dependencies": [("train", "arr", taught.mapping, True, taught.strong)], "conditions": [], "witnesses": []})
+    context = rules._dependencies([finding], [None], [])
+    function = rules.RulesAnalyst()._render("repair_dependencies.py.j2", context, "repair_dependencies_arr", ["arr"])
+    namespace: dict = {}
+    exec(compile(function.code, function.name, "exec"), namespace)  # tests only: the product runs it in the sandbox
+    cleaned = namespace[function.name](with_drop(reports, drop_counts(reports, context["drop_counts"])))
+    changed = cleaned["arr"] != reports["arr"]
+    settled = reports["train"].isin(list(taught.mapping))
+    assert changed.sum() > 250 and (cleaned.loc[settled, "arr"] == reports.loc[settled, "train"].map(right)).all()
+    assert not (changed & ~settled).any()

@@ -226,8 +226,8 @@ def learn(frame: pd.DataFrame, truth: pd.DataFrame | None = None) -> Dependencie
             continue
         voted = []
         for a, source in entities.items():
-            weight = weights[a] * reliable[a][b] if b in reliable.get(a, {}) else weights[a]
-            dep = _dependency(a, b, codes, values, weights=weight, source=source)
+            odds, margin = reliable.get(a, {}).get(b, (1.0, None))
+            dep = _dependency(a, b, codes, values, weights=weights[a] * odds, source=source, margin=margin)
             if dep is not None:
                 voted.append(dep)
         ranked = sorted(voted or plain.get(b, []), key=lambda d: (-d.agreement, d.determinant))
@@ -344,7 +344,7 @@ def _key_stats(ca: np.ndarray, cb: np.ndarray, nb: int, weights: np.ndarray | No
             second_value)
 
 
-def _dependency(a, b, codes, values, *, weights=None, source=None) -> Dependency | None:
+def _dependency(a, b, codes, values, *, weights=None, source=None, margin=None) -> Dependency | None:
     ca, cb = codes[a], codes[b]
     nb = len(values[b])
     if nb < 2 or int(((ca >= 0) & (cb >= 0)).sum()) < MIN_ROWS:
@@ -353,6 +353,8 @@ def _dependency(a, b, codes, values, *, weights=None, source=None) -> Dependency
     evidence = rows >= MIN_SUPPORT
     if not evidence.any():
         return None
+    if margin is not None:  # sources weighed by what the labels show of them (`_reliability`), clear votes only
+        return _led(a, b, codes, values, (keys, rows, top, second, top_value), evidence, margin, source)
     share, ratio, cover, agreement, top_rows = (
         (SOURCE_KEY_SHARE, 1.0, SOURCE_COVER, SOURCE_AGREEMENT, 0) if source
         else (KEY_SHARE, KEY_RATIO, MIN_COVER, MIN_AGREEMENT, KEY_ROWS)
@@ -376,6 +378,26 @@ def _dependency(a, b, codes, values, *, weights=None, source=None) -> Dependency
     strong = tuple(sorted(str(values[a][k]) for k in keys[clear & (rows >= STRONG_SUPPORT)]))
     weight = {str(values[a][k]): float(w) for k, w in zip(keys[clear], support[clear])}
     return Dependency(a, b, dict(sorted(mapping.items())), round(float(agree), 4), source, strong, weight)
+
+
+def _led(a, b, codes, values, stats, evidence, margin, source) -> Dependency | None:
+    """The dependency of B on A voted by sources weighed as `_evidence` weighs their reports: a key takes
+    the value whose score leads the runner-up's by `margin` (a value out of the column's form never); its agreement
+    is the share of those keys' rows that hold their key's value."""
+    keys, rows, top, second, top_value = stats
+    ca, cb = codes[a], codes[b]
+    clear = evidence & (top - second >= margin) & _in_form(values[b], cb)[top_value]
+    if not clear.any():
+        return None
+    wanted = np.full(len(values[a]), -1, dtype=np.int64)
+    wanted[keys[clear]] = top_value[clear]
+    held = (ca >= 0) & (cb >= 0)
+    held[held] = wanted[ca[held]] >= 0
+    agree = float((cb[held] == wanted[ca[held]]).mean())
+    mapping = {str(values[a][k]): str(values[b][v]) for k, v in zip(keys[clear], top_value[clear])}
+    strong = tuple(sorted(str(values[a][k]) for k in keys[clear & (rows >= STRONG_SUPPORT)]))
+    weight = {str(values[a][k]): float(n) for k, n in zip(keys[clear], rows[clear])}
+    return Dependency(a, b, dict(sorted(mapping.items())), round(agree, 4), source, strong, weight)
 
 
 def _in_form(values, codes: np.ndarray) -> np.ndarray:
@@ -426,15 +448,24 @@ RELIABILITY_PRIOR = 2.0
 #: Do no harm: the weights are used in a column only when they settle this share of the labelled entities right,
 #: each weighed without its own label (and at least `MIN_RELIABLE_ENTITIES` of them).
 RELIABLE_SHARE, MIN_RELIABLE_ENTITIES = 0.95, 3
+#: Where they settle too few, the sources may still settle the entities whose vote is clear. Each report then
+#: counts by the log of its source's odds, a source no more often right than wrong by nothing (a group of such
+#: sources, often wrong together, is sometimes right together), and an entity's value is repaired only where its
+#: score leads the runner-up's by one of these margins: the lowest at which `RELIABLE_SHARE` of the labelled
+#: entities that clear, and at least `MIN_CLEAR_ENTITIES`, are voted right.
+CLEAR_MARGINS, MIN_CLEAR_ENTITIES = (1.0, 2.0, 3.0), 5
 
 
 def _reliability(entity, source, columns, codes, values, truth: pd.DataFrame,
-                 base: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """Per column, per row: the odds that the row's source reports that column of a labelled entity as the person
-    has it, from (right + 2) / (compared + 4) over the labelled entities' rows. A column apart from the others:
-    a site right on scheduled times may be wrong on actual ones. A column is left out (its sources vote as they
-    would without labels) unless the weights, learned without an entity's own label, vote that entity's value
-    right on `RELIABLE_SHARE` of the labelled entities; `base` is the rows' weight besides (copies counted once).
+                 base: np.ndarray | None = None) -> dict[str, tuple[np.ndarray, float | None]]:
+    """Per column: per row, the odds that the row's source reports that column of a labelled entity as the person
+    has it, from (right + 2) / (compared + 4) over the labelled entities' rows, with None; or, per row, what its
+    report counts for in a clear vote (`_evidence`), with the margin a repaired entity's value must lead by
+    (`_clear_margin`). A column apart from the
+    others: a site right on scheduled times may be wrong on actual ones. The odds are used where, learned without
+    an entity's own label, they vote that entity's value right on `RELIABLE_SHARE` of the labelled entities; the
+    clear votes where they do so on the entities those settle. A column neither settles is left out: its
+    sources vote as they would without labels. `base` is the rows' weight besides (copies counted once).
 
     Example:
         >>> frame = pd.DataFrame({"flight": [f"F{i // 3}" for i in range(12)], "src": ["a", "b", "c"] * 4,
@@ -443,8 +474,9 @@ def _reliability(entity, source, columns, codes, values, truth: pd.DataFrame,
         >>> for c in frame.columns:
         ...     codes[c], values[c] = pd.factorize(cell_keys(frame[c]))
         >>> truth = pd.DataFrame({"flight": ["F0", "F1", "F2"], "src": ["b"] * 3, "dep": ["8:00"] * 3})
-        >>> _reliability("flight", "src", list(frame.columns), codes, values, truth)["dep"].round(2).tolist()[:3]
-        [2.5, 0.4, 0.4]
+        >>> weights, margin = _reliability("flight", "src", list(frame.columns), codes, values, truth)["dep"]
+        >>> weights.round(2).tolist()[:3], margin
+        ([2.5, 0.4, 0.4], None)
     """
     ce, cs = codes[entity], codes[source]
     ns = len(values[source])
@@ -452,7 +484,7 @@ def _reliability(entity, source, columns, codes, values, truth: pd.DataFrame,
     position = {str(v): i for i, v in enumerate(values[entity])}
     labelled = cell_keys(truth[entity]) if entity in truth.columns else pd.Series(dtype=object)
     compared_columns = [c for c in columns if c not in (entity, source) and c in truth.columns]
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, tuple[np.ndarray, float | None]] = {}
     if not labelled.notna().any():
         return out
     for c in compared_columns:
@@ -470,17 +502,57 @@ def _reliability(entity, source, columns, codes, values, truth: pd.DataFrame,
             seen.append((rows, wanted, compared_here, right_here))
         compared = sum((e[2] for e in seen), np.zeros(ns))
         right = sum((e[3] for e in seen), np.zeros(ns))
-        settled = 0
+        settled, clear = 0, []
         for rows, wanted, compared_here, right_here in seen:  # each voted with weights learned without its label
-            weight = _odds(right - right_here, compared - compared_here)[cs[rows]] * base[rows]
-            votes = np.bincount(codes[c][rows], weights=weight, minlength=len(values[c]))
+            odds = _odds(right - right_here, compared - compared_here)[cs[rows]]
+            votes = np.bincount(codes[c][rows], weights=odds * base[rows], minlength=len(values[c]))
             settled += bool(len(rows)) and int(np.argmax(votes)) == wanted
+            top, lead = _lead(codes[c][rows], _evidence(odds) * base[rows], len(values[c]))
+            clear.append((top == wanted, lead))
+        margin = None
         if len(seen) < MIN_RELIABLE_ENTITIES or settled < RELIABLE_SHARE * len(seen):
-            continue
-        weight = np.ones(len(ce))
-        weight[cs >= 0] = _odds(right, compared)[cs[cs >= 0]]
-        out[c] = weight
+            margin = _clear_margin(clear)
+            if margin is None:
+                continue
+        weight = np.ones(len(ce)) if margin is None else np.zeros(len(ce))
+        odds = _odds(right, compared)[cs[cs >= 0]]
+        weight[cs >= 0] = odds if margin is None else _evidence(odds)
+        out[c] = (weight, margin)
     return out
+
+
+def _evidence(odds: np.ndarray) -> np.ndarray:
+    """What a report of a source with these odds of being right counts for in a clear vote: their log, and nothing
+    for a source no more often right than wrong."""
+    return np.log(np.maximum(odds, 1.0))
+
+
+def _lead(reported: np.ndarray, scores: np.ndarray, n: int) -> tuple[int, float]:
+    """The value with the highest summed score among those `reported` (codes, -1 for none), and how far it leads
+    the runner-up (or zero, when it is alone); (-1, 0.0) when nothing is reported."""
+    held = reported >= 0
+    if not held.any():
+        return -1, 0.0
+    total = np.bincount(reported[held], weights=scores[held], minlength=n)
+    present = np.flatnonzero(np.bincount(reported[held], minlength=n))
+    ranked = present[np.argsort(-total[present], kind="stable")]
+    return int(ranked[0]), float(total[ranked[0]] - (total[ranked[1]] if len(ranked) > 1 else 0.0))
+
+
+def _clear_margin(voted: list[tuple[bool, float]]) -> float | None:
+    """The lowest of `CLEAR_MARGINS` by which the labelled entities whose value leads by it, voted without their own
+    labels ((right, lead) each), are voted right on `RELIABLE_SHARE` of them, at least `MIN_CLEAR_ENTITIES`; None
+    when no margin settles enough of them.
+
+    Example:
+        >>> _clear_margin([(True, 2.5)] * 6 + [(False, 1.5)]), _clear_margin([(True, 2.5)] * 4 + [(False, 1.5)])
+        (2.0, None)
+    """
+    for margin in CLEAR_MARGINS:
+        clear = [right for right, lead in voted if lead >= margin]
+        if len(clear) >= MIN_CLEAR_ENTITIES and sum(clear) >= RELIABLE_SHARE * len(clear):
+            return margin
+    return None
 
 
 def _odds(right: np.ndarray, compared: np.ndarray) -> np.ndarray:
