@@ -321,6 +321,9 @@ def test_two_corrected_numbers_teach_the_columns_form_for_the_next_drop(tmp_path
                "SMOLCLEAN_API_KEY": "k"}
         adopted = learned(tmp_path / "model", "--labels", str(path), env=env)
     assert any("`normalize_numbers_rate`" in p for p in model.prompts), "offered to the model"
+    # each candidate says what it does to the corrected rows: the model need not guess which one the person meant
+    assert any(re.search(r"`normalize_numbers_rate` \[rate\]: [^\n]* On the rows the user corrected: makes 1 of "
+                         r"the corrections and breaks no labelled cell\.", p) for p in model.prompts)
     assert adopted.equals(expected)
 
 

@@ -201,6 +201,9 @@ def run_chunk(
                     # the entity the harm gate judges by (the same reference rows, kept per registry revision)
                     entities=None if not model or reference is None else _drop_as_cleaned(registry, work.reference,
                                                                                            reference).keys,
+                    on_labels=None if settings.labels is None or not model else (
+                        lambda candidate, registry=registry: _on_labels(candidate, registry, settings.labels, runner,
+                                                                        settings)),
                 )
             )
             last_answer = sent_back = carried = None
@@ -415,6 +418,25 @@ def _against_labels(fn: CleaningFunction, registry: Registry, labels: Labels, ru
     broken = labels.broken_by(before, after)
     taught = not broken and bool(changed_cells(before, after).to_numpy().any())
     return broken, taught, before, after
+
+
+def _on_labels(fn: CleaningFunction, registry: Registry, labels: Labels, runner: CodeRunner,
+               settings: LoopSettings) -> str:
+    """What a ready-made function offered to the model does to the labelled rows: the corrections it makes and
+    the labelled cells it breaks (`_against_labels`); empty when it cannot be run on them.
+
+    Example:
+        >>> _on_labels(repair_dependencies_arr, registry, labels, sandbox, settings)   # doctest: +SKIP
+        'makes 31 of the corrections and breaks no labelled cell'
+    """
+    try:
+        broken, _, before, after = _against_labels(fn, registry, labels, runner, settings)
+    except MODEL_FAULTS:
+        return ""
+    made = labels.made_right_by(before, after)
+    if broken:
+        return f"makes {made} of the corrections, but {describe_broken(broken)}"
+    return f"makes {made} of the corrections and breaks no labelled cell" if made else "changes no labelled cell"
 
 
 def _kept_as_labelled(fn: CleaningFunction, broken: list[Broken], labels: Labels, before: pd.DataFrame,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from collections.abc import Callable
 from typing import Literal, Protocol
 
 import pandas as pd
@@ -62,6 +63,7 @@ class Candidate(BaseModel):
     docstring: str
     columns: tuple[str, ...] = ()
     evidence: str = Field(default="", description="what the rule acted on, with support counts")
+    on_labels: str = Field(default="", description="what it does to the rows the user corrected")
 
 
 class ItemDecline(BaseModel):
@@ -106,6 +108,9 @@ class AnalysisRequest(BaseModel):
     entities: dict[str, str] | None = Field(
         default=None, description="column -> the column naming its entity (entities.entity_keys over `reference`); "
         "None: found from `reference` when the prompt is written")
+    on_labels: Callable[[CleaningFunction], str] | None = Field(
+        default=None, exclude=True, description="what a ready-made function does to the rows the user corrected "
+        "(run in the sandbox on them as the module so far leaves them), for the candidates the model is offered")
 
 
 class Usage(BaseModel):

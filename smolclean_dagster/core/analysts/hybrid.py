@@ -2,8 +2,9 @@
 
 The detectors' findings are evidence in the prompt, and every function the rules would write for the
 chunk is offered by name, so the model can adopt one (no code to write, a cheap reply) or ignore it
-when it goes against what the user asked (a rule lower-casing `F` where the user wants M/F). A rule's
-function lands in the module only when the model adopted it.
+when it goes against what the user asked (a rule lower-casing `F` where the user wants M/F). With rows the user
+corrected, each candidate says what it does to them (the corrections it makes, the labelled cells it breaks). A
+rule's function lands in the module only when the model adopted it.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ class HybridAnalyst:
             if function.name in request.rejected or len(offered) >= MAX_CANDIDATES or _covered(function, offered.values()):
                 continue
             offered[function.name] = function
-        candidates = tuple(Candidate(name=f.name, docstring=f.summary, columns=f.columns, evidence=_evidence(f))
+        judge = request.on_labels if request.labels is not None else None
+        candidates = tuple(Candidate(name=f.name, docstring=f.summary, columns=f.columns, evidence=_evidence(f),
+                                     on_labels=judge(f) if judge is not None else "")
                            for f in offered.values())
         proposal = self.llm.propose(request.model_copy(update={"candidates": candidates}))
         if proposal.adopt is None:

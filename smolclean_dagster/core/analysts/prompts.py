@@ -55,6 +55,7 @@ class PromptEntry:
     complete: bool = True
     evidence: str = ""
     constants: tuple[str, ...] = ()
+    on_labels: str = ""
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,8 @@ def analysis_messages(
         evidence_rows=0 if request.reference is None else len(request.reference),
         candidates=[
             PromptEntry(name=c.name, columns=c.columns, text=_clip(" ".join(c.docstring.split()), CANDIDATE_TEXT),
-                        evidence=_clip(" ".join(c.evidence.split()), CANDIDATE_TEXT))
+                        evidence=_clip(" ".join(c.evidence.split()), CANDIDATE_TEXT),
+                        on_labels=_clip(" ".join(c.on_labels.split()), CANDIDATE_TEXT))
             for c in request.candidates
         ],
     )
