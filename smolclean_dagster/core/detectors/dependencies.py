@@ -461,11 +461,11 @@ def _reliability(entity, source, columns, codes, values, truth: pd.DataFrame,
     """Per column: per row, the odds that the row's source reports that column of a labelled entity as the person
     has it, from (right + 2) / (compared + 4) over the labelled entities' rows, with None; or, per row, what its
     report counts for in a clear vote (`_evidence`), with the margin a repaired entity's value must lead by
-    (`_clear_margin`). A column apart from the
-    others: a site right on scheduled times may be wrong on actual ones. The odds are used where, learned without
-    an entity's own label, they vote that entity's value right on `RELIABLE_SHARE` of the labelled entities; the
-    clear votes where they do so on the entities those settle. A column neither settles is left out: its
-    sources vote as they would without labels. `base` is the rows' weight besides (copies counted once).
+    (`_clear_margin`). A column apart from the others: a site right on scheduled times may be wrong on actual
+    ones. The odds are used where, learned without an entity's own label, they vote that entity's value right on
+    `RELIABLE_SHARE` of the labelled entities; the clear votes where they do so on the entities those settle. A
+    column neither settles is left out: its sources vote as they would without labels. `base` is the rows'
+    weight besides (copies counted once).
 
     Example:
         >>> frame = pd.DataFrame({"flight": [f"F{i // 3}" for i in range(12)], "src": ["a", "b", "c"] * 4,
