@@ -21,6 +21,7 @@ from smolclean_dagster.core.analysts import make_analyst
 from smolclean_dagster.core.analysts.base import AnalysisRequest
 from smolclean_dagster.core.analysts.rules import RulesAnalyst
 from smolclean_dagster.core.detectors import dependencies
+from smolclean_dagster.core.functions import CleaningFunction
 from smolclean_dagster.core.loop import ChunkWork, LoopSettings, run_chunk
 from smolclean_dagster.core.profile import detect_issues
 from smolclean_dagster.core.registry import RegistryStore
@@ -552,3 +553,31 @@ def test_a_value_built_from_the_rows_own_cells_is_not_taken_for_a_slip_of_its_ke
     assert repaired.loc[3, "stateavg"] == "al_pn-4", "the slip is repaired"
     alaska = frame["state"] == "ak"
     assert repaired.loc[alaska, "stateavg"].tolist() == [f"ak_pn-{m}" for m in range(1, 9)], "Alaska's own values stay"
+
+
+COLLAPSE_SUMMARY_SPACES = '''import pandas as pd
+
+
+def collapse_summary_spaces(df: pd.DataFrame) -> pd.DataFrame:
+    """Write `summary` with single spaces between its sentences and no space or line break at either end."""
+    df = df.copy()
+    df["summary"] = df["summary"].str.replace(r"\\s+", " ", regex=True).str.strip()
+    return df
+'''
+
+
+def test_a_model_function_respacing_free_text_unasked_is_sent_back_as_the_rules_would_keep_it(llm, tmp_path, sandbox):
+    # The rules keep the summaries' own spacing unless asked (see above): so must a model's function
+    drop = breach_reports(300, seed=6)
+    proposes(llm, "summary: double spaces between sentences", COLLAPSE_SUMMARY_SPACES)
+    verdicts, store = judged(drop, llm, tmp_path, sandbox)
+    assert not verdicts[0].accepted
+    assert re.search(r"in summary, \d+ of its \d+ changes only change the spacing of free text", verdicts[0].reason), \
+        verdicts[0].reason
+    assert store.load().entries == ()
+    # asked for ("Collapse double spaces."), the spacing is the user's to change: no harm is counted
+    holdout = drop.iloc[200:].reset_index(drop=True)
+    after = load(CleaningFunction.from_code(COLLAPSE_SUMMARY_SPACES))(holdout)
+    counts = harm.ValueCounts.of(drop.iloc[:200])
+    assert harm.estimate(holdout, after, counts).respaced
+    assert not harm.estimate(holdout, after, counts, spacing=False).harmful

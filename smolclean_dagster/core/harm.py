@@ -21,7 +21,8 @@ harmful whatever else it fixes ("ENG" on 23 rows, rewritten beside "English" -> 
 whose changes in a column write, more than one time in five, values that the other rows of their entity
 contradict (`entities`: the entity is firmer evidence than a value's look), or mostly strip the unit off
 numbers that were rounded when written with it ("0.05%" where the column's bare numbers read "0.045": "0.05"
-is not the value either).
+is not the value either), or, in a column of free text, mostly only change the spacing (sentences keep their
+writer's spacing, as the rules keep it, unless the user asks for whitespace to be normalised).
 A spelling of "no value" ("N/A", "") never counts: making it a null is a representation, not a loss. The
 user's words win: a form the instructions may ask for does not count when there are instructions, and a
 function serving an instruction item is not judged here at all.
@@ -47,7 +48,8 @@ import pandas as pd
 from .detectors.boolean_spellings import SPELLINGS
 from .detectors import case_variants, number_format
 from .detectors.case_variants import KEEP_CELLS
-from .detectors.cells import DOMINANT_SHAPE, ColumnValues, is_null_token, shape
+from .detectors.cells import DOMINANT_SHAPE, ColumnValues, is_null_token, normalise, shape
+from .detectors.whitespace import is_free_text
 from .entities import contradicted
 from .validate import as_text, changed_cells
 
@@ -101,6 +103,10 @@ class ValueCounts:
             numbers = number_format.parse_numbers(dict(self.values.get(column, {})))
             self._rounded[column] = number_format.rounded(numbers)
         return self._rounded[column]
+
+    def free_text(self, column: str) -> bool:
+        """Whether the column holds free text (sentences), which keeps its writer's spacing (`whitespace.is_free_text`)."""
+        return is_free_text(ColumnValues(name=column, counts=dict(self.values.get(column, {}))))
 
     def case_fix(self, column: str, value: str) -> str:
         """What the case rule learned over these rows makes of `value` in `column` (`case_variants.fix`)."""
@@ -170,6 +176,7 @@ class Harm:
     settled: tuple[tuple[str, str, int], ...] = ()  # (column, value, rows of the drop) rewritten, held on many rows
     contradicted: tuple[Contradicted, ...] = ()
     rounded: tuple[tuple[str, int, int, str, str], ...] = ()  # (column, cells, changed, before, after)
+    respaced: tuple[tuple[str, int, int, str, str], ...] = ()  # (column, cells, changed, before, after)
 
     @property
     def mostly_valid(self) -> bool:
@@ -178,7 +185,8 @@ class Harm:
 
     @property
     def harmful(self) -> bool:
-        return self.mostly_valid or bool(self.settled) or bool(self.contradicted) or bool(self.rounded)
+        return (self.mostly_valid or bool(self.settled) or bool(self.contradicted) or bool(self.rounded)
+                or bool(self.respaced))
 
     def describe(self) -> str:
         parts = []
@@ -193,6 +201,10 @@ class Harm:
             parts.append(f"in {column}, {n} of its {changed} changes strip the unit off a number written with fewer "
                          f"decimals than the column's bare numbers, e.g. {before!r} -> {after!r}: it was rounded, "
                          "so the number left is not the value either")
+        for column, n, changed, before, after in self.respaced[:3]:
+            parts.append(f"in {column}, {n} of its {changed} changes only change the spacing of free text, e.g. "
+                         f"{before!r} -> {after!r}: sentences keep their writer's spacing (a run of spaces, a line "
+                         "break, a space at either end) unless the user asks for whitespace to be normalised")
         for c in self.contradicted[:3]:
             before, after, theirs = c.example
             parts.append(f"in {c.column}, {c.cells} of its {c.changed} changes write a value the other rows of the "
@@ -204,9 +216,11 @@ class Harm:
         return replace(self, contradicted=self.contradicted + found)
 
 
-def estimate(before: pd.DataFrame, after: pd.DataFrame, counts: ValueCounts, *, forms: bool = True) -> Harm:
+def estimate(before: pd.DataFrame, after: pd.DataFrame, counts: ValueCounts, *, forms: bool = True,
+             spacing: bool = True) -> Harm:
     """The harm of the change from `before` to `after` (same rows, same order), judged by `counts`; `forms`
-    False when the user's instructions may ask for another form (dates, numbers, case): only values count."""
+    False when the user's instructions may ask for another form (dates, numbers, case): only values count;
+    `spacing` False when they ask for whitespace to be normalised: free text's spacing is then theirs to change."""
     if len(before) != len(after) or before.empty:
         return Harm()
     diff = changed_cells(before, after)
@@ -214,11 +228,16 @@ def estimate(before: pd.DataFrame, after: pd.DataFrame, counts: ValueCounts, *, 
     changed = hits = 0
     pairs: list[tuple[str, str, str]] = []
     settled: list[tuple[str, str, int]] = []
-    rounded = []
+    rounded, respaced = [], []
     for column in diff.columns:
         name, rows = str(column), diff.index[diff[column]]
         changed += len(rows)
         olds, news = b.loc[rows, column], a.loc[rows, column]
+        if spacing and len(rows) >= MIN_HARM_CELLS and counts.free_text(name):
+            spaced = [(old, new) for old, new in zip(olds, news)
+                      if isinstance(old, str) and isinstance(new, str) and normalise(old) == normalise(new)]
+            if len(spaced) >= MIN_HARM_CELLS and len(spaced) > HARM_SHARE * len(rows):
+                respaced.append((name, len(spaced), len(rows), *spaced[0]))
         if len(rows) >= MIN_HARM_CELLS and counts.rounded(name):
             stripped = [(old, new) for old, new in zip(olds, news) if _unit_stripped(old, new)]
             if len(stripped) >= MIN_HARM_CELLS and len(stripped) > HARM_SHARE * len(rows):
@@ -235,7 +254,7 @@ def estimate(before: pd.DataFrame, after: pd.DataFrame, counts: ValueCounts, *, 
             # the value itself is rewritten wherever it stands, not a row's value its row's context says is wrong
             kept = set(b[column].str.strip()[~diff[column].to_numpy()].dropna())
             settled += [(name, v, held[v]) for v in sorted(common - kept)]
-    return Harm(changed, hits, tuple(pairs), tuple(settled), (), tuple(rounded))
+    return Harm(changed, hits, tuple(pairs), tuple(settled), (), tuple(rounded), tuple(respaced))
 
 
 def _unit_stripped(old: str | None, new: str | None) -> bool:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from .analysts.asked import asks_to_normalise_whitespace
 from .analysts.base import AnalysisRequest, Analyst, Proposal, RegisteredSummary, Usage
 from .errors import SmolcleanError
 from .functions import CleaningFunction, constants_of, kept_as_written
@@ -481,7 +482,8 @@ def _harm_or_conflict(fn: CleaningFunction, registry: Registry, holdout: pd.Data
     drop = _drop_as_cleaned(registry, reference, cleaned)
     # The gate judges values; a value moved out of its column's usual form is counted in the report's table
     # (validation) but not sent back here: the prompt's default already asks for the column's own form.
-    damage = harm.estimate(holdout, after, drop.counts, forms=False)
+    damage = harm.estimate(holdout, after, drop.counts, forms=False,
+                           spacing=not asks_to_normalise_whitespace(settings.instructions))
     if not damage.harmful and not asked and drop.keys:
         # the entity's other rows are judged over the whole drop: the held-out rows hold few of each entity
         whole = runner.run(fn.code, drop.rows, entry=fn.name, timeout_s=settings.timeout_s)

@@ -22,6 +22,7 @@ import yaml
 
 from .. import entities, harm
 from ..detectors.case_variants import KEEP_CELLS
+from ..detectors import whitespace
 from ..detectors.cells import DOMINANT_SHAPE
 from ..errors import AnalystError
 from ..evidence import drop_evidence
@@ -219,6 +220,7 @@ JUDGED = {
     "min_group": entities.MIN_GROUP,
     "grouped_share": f"{entities.MIN_GROUPED_SHARE:.0%}",
     "filled_share": f"{entities.MIN_FILLED_SHARE:.0%}",
+    "free_text_chars": whitespace.FREE_TEXT_MEDIAN_CHARS,
 }
 
 
