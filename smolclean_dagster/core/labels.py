@@ -17,6 +17,7 @@ import csv
 import json
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -154,7 +155,12 @@ class Labels:
     def conventions(self) -> str:
         """What the corrections show the user wants, in the words the rules read (`analysts.drop_findings`), each
         the rule a correction exemplifies rather than the corrected value alone: "N/A" -> "" asks for every
-        spelling of "no value" to be written empty, "12.0 oz" -> "12" for every number without its unit."""
+        spelling of "no value" to be written empty, "12.0 oz" -> "12" for every number without its unit. Worked
+        out once per set of labels: every step of the loop asks."""
+        return self._conventions
+
+    @cached_property
+    def _conventions(self) -> str:
         said = []
         for cell in self.corrections:
             before, after = (cell.before or "").strip(), (cell.after or "").strip()
@@ -397,7 +403,6 @@ def read_labels(path: Path | str, drop_path: Path | str, *, drop: pd.DataFrame |
     truth = labelled[list(frame.columns)].copy()
     truth.index = rows.index
     return Labels(source=path.name, rows=rows, truth=truth, text=is_text_drop(drop_path))
-
 
 
 def keep_what_labels_allow(registry: Registry, labels: list[Labels], runner: CodeRunner, *,

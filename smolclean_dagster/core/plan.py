@@ -186,8 +186,9 @@ def select_wave(
     showing only that is not worth a call. Selection is done when nothing new is left, or the chunk budget
     or the step budget is spent. A drop whose labelled rows hold corrections (`taught`) gets one chunk even when
     no detector sees dirt: the corrections show what the user wants written otherwise. Before it is done, a
-    model is given one more chunk for the kinds of dirt still left on the held-out rows (`held_out`, "kind:column"), each kind once: it is told the kinds and
-    the columns, never the held-out values, so the held-out check stays a check on rows it never saw.
+    model is given one more chunk for the kinds of dirt still left on the held-out rows (`held_out`,
+    "kind:column"), each kind once: it is told the kinds and the columns, never the held-out values, so the
+    held-out check stays a check on rows it never saw.
 
     Example:
         >>> plan = select_wave(split_drop(df, dataset="c", drop="c.csv", chunk_size=50, holdout_fraction=0.2),

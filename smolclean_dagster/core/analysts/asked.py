@@ -303,7 +303,7 @@ def items_served(kind: str, columns: Iterable[str], items: Iterable[ItemState]) 
     return tuple(out)
 
 
-__all__ = ["LAYOUTS", "REWRITES", "asked_layouts", "asked_rewrites", "asks_for_iso_dates", "asks_for_plain_numbers", "asks_for_real_nulls",
-           "asks_for_whole_numbers", "asks_to_fill", "asks_to_keep", "asks_to_normalise_whitespace",
+__all__ = ["LAYOUTS", "REWRITES", "asked_layouts", "asked_rewrites", "asks_for_iso_dates", "asks_for_plain_numbers",
+           "asks_for_real_nulls", "asks_for_whole_numbers", "asks_to_fill", "asks_to_keep", "asks_to_normalise_whitespace",
            "asks_to_remove_debris", "asks_without_leading_zeros", "in_scope", "items_served", "left_as_written",
            "named_columns"]

@@ -42,7 +42,7 @@ class HybridAnalyst:
             if function.name in request.rejected or len(offered) >= MAX_CANDIDATES or _covered(function, offered.values()):
                 continue
             offered[function.name] = function
-        judge = request.on_labels if request.labels is not None else None
+        judge = request.on_labels  # set only when there are labelled rows
         candidates = tuple(Candidate(name=f.name, docstring=f.summary, columns=f.columns, evidence=_evidence(f),
                                      on_labels=judge(f) if judge is not None else "")
                            for f in offered.values())

@@ -500,17 +500,14 @@ def _asked_rewrites(request: AnalysisRequest) -> list[Finding]:
     if not request.instructions:
         return []
     out = []
-    frames = [request.chunk] + ([request.reference] if request.reference is not None else [])
     for column in request.chunk.columns:
         mapping = asked_rewrites(request.instructions, str(column))
         if not mapping:
             continue
         held: dict[str, int] = {}
-        for frame in frames:
-            if column in frame.columns:
-                text = frame[column][frame[column].apply(isinstance, args=(str,))].str.strip()
-                for value, n in text[text.isin(list(mapping))].value_counts().items():
-                    held[value] = held.get(value, 0) + int(n)
+        for value, n in _text_held(request, column).items():
+            if value.strip() in mapping:
+                held[value.strip()] = held.get(value.strip(), 0) + n
         if held:
             out.append(Finding(kind=REWRITES, column=str(column), count=sum(held.values()),
                                message=f"{sum(held.values())} cells of {str(column)!r} hold values the instructions "
@@ -525,17 +522,13 @@ def _asked_layouts(request: AnalysisRequest) -> list[Finding]:
     if not request.instructions:
         return []
     out = []
-    frames = [request.chunk] + ([request.reference] if request.reference is not None else [])
     for column in request.chunk.columns:
         for source, target, both_ways in asked_layouts(request.instructions, str(column)):
             held: dict[str, str] = {}
             cells = 0
-            for frame in frames:
-                if column in frame.columns:
-                    text = frame[column][frame[column].apply(isinstance, args=(str,))]
-                    for value, n in text.value_counts().items():
-                        if (written := held.get(value) or convert(value, source, target, both_ways)) is not None:
-                            held[value], cells = written, cells + int(n)
+            for value, n in _text_held(request, column).items():
+                if (written := convert(value, source, target, both_ways)) is not None:
+                    held[value], cells = written, cells + n
             if held:
                 examples = dict(list(held.items())[:2])
                 out.append(Finding(kind=LAYOUTS, column=str(column), count=cells,
@@ -545,6 +538,17 @@ def _asked_layouts(request: AnalysisRequest) -> list[Finding]:
                                                                      "both_ways": both_ways, "examples": examples}))
                 break  # one layout per column: the first asked
     return out
+
+
+def _text_held(request: AnalysisRequest, column) -> dict[str, int]:
+    """The text values `column` holds in the chunk and the reference rows, with their cells over both (as written)."""
+    held: dict[str, int] = {}
+    for frame in (request.chunk, request.reference):
+        if frame is not None and column in frame.columns:
+            text = frame[column][frame[column].apply(isinstance, args=(str,))]
+            for value, n in text.value_counts().items():
+                held[value] = held.get(value, 0) + int(n)
+    return held
 
 
 def _drop_rows(request: AnalysisRequest) -> pd.DataFrame | None:
