@@ -374,10 +374,7 @@ def _dependency(a, b, codes, values, *, weights=None, source=None, margin=None) 
     # dependency says what a value is, not how it is written. (A city of two words where most are one is no form.)
     in_form = _in_form(values[b], cb)
     clear &= in_form[top_value] | ~((second_value >= 0) & in_form[np.maximum(second_value, 0)])
-    mapping = {str(values[a][k]): str(values[b][v]) for k, v in zip(keys[clear], top_value[clear])}
-    strong = tuple(sorted(str(values[a][k]) for k in keys[clear & (rows >= STRONG_SUPPORT)]))
-    weight = {str(values[a][k]): float(w) for k, w in zip(keys[clear], support[clear])}
-    return Dependency(a, b, dict(sorted(mapping.items())), round(float(agree), 4), source, strong, weight)
+    return _table(a, b, values, keys[clear], top_value[clear], rows[clear], support[clear], agree, source)
 
 
 def _led(a, b, codes, values, stats, evidence, margin, source) -> Dependency | None:
@@ -394,10 +391,15 @@ def _led(a, b, codes, values, stats, evidence, margin, source) -> Dependency | N
     held = (ca >= 0) & (cb >= 0)
     held[held] = wanted[ca[held]] >= 0
     agree = float((cb[held] == wanted[ca[held]]).mean())
-    mapping = {str(values[a][k]): str(values[b][v]) for k, v in zip(keys[clear], top_value[clear])}
-    strong = tuple(sorted(str(values[a][k]) for k in keys[clear & (rows >= STRONG_SUPPORT)]))
-    weight = {str(values[a][k]): float(n) for k, n in zip(keys[clear], rows[clear])}
-    return Dependency(a, b, dict(sorted(mapping.items())), round(agree, 4), source, strong, weight)
+    return _table(a, b, values, keys[clear], top_value[clear], rows[clear], rows[clear], agree, source)
+
+
+def _table(a, b, values, keys, taken, rows, support, agree, source) -> Dependency:
+    """The dependency of B on A whose `keys` take the values `taken` (codes), with their `rows` and `support`."""
+    mapping = {str(values[a][k]): str(values[b][v]) for k, v in zip(keys, taken)}
+    strong = tuple(sorted(str(values[a][k]) for k in keys[rows >= STRONG_SUPPORT]))
+    weight = {str(values[a][k]): float(w) for k, w in zip(keys, support)}
+    return Dependency(a, b, dict(sorted(mapping.items())), round(float(agree), 4), source, strong, weight)
 
 
 def _in_form(values, codes: np.ndarray) -> np.ndarray:
