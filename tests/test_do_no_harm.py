@@ -581,3 +581,57 @@ def test_a_model_function_respacing_free_text_unasked_is_sent_back_as_the_rules_
     counts = harm.ValueCounts.of(drop.iloc[:200])
     assert harm.estimate(holdout, after, counts).respaced
     assert not harm.estimate(holdout, after, counts, spacing=False).harmful
+
+
+def reference_list(n: int, seed: int, tagged: range) -> pd.DataFrame:
+    """A bibliography export: each row's author list (unique, as a source writes it: `{"Ann Smith","Bo Li"}`);
+    the rows in `tagged` carry reference-manager fields the source writes inside the list ("CN  - PubMed DA  - Aug
+    ..."), and a few others a stray "??" where a letter was lost."""
+    rng = random.Random(seed)
+    first = ["Anna", "Bernd", "Carla", "Dmitri", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jonas", "Kofi", "Lena"]
+    last = ["Kowalski", "Nakamura", "Okafor", "Lindqvist", "Moreau", "Hernandez", "Petrov", "Schneider", "Rossi",
+            "Andersen", "Yilmaz", "Fischer", "Novak", "Costa", "Brennan", "Tanaka"]
+    lists, titles = [], []
+    for i in range(n):
+        names = [f"{rng.choice(first)} {rng.choice(last)}" for _ in range(rng.randint(2, 5))]
+        if i in tagged:
+            names[-1] = (f"{names[-1].split()[0][0]}. CN  - PubMed DA  - {rng.choice(['Aug', 'Mar', 'Nov'])} DP  - NLM "
+                         f"ET  - 20{rng.randint(10, 15)}/0{rng.randint(1, 9)}/1{rng.randint(0, 9)} "
+                         f"{names[-1].split()[1]}")
+        elif rng.random() < 0.05:
+            names[0] = names[0][:3] + "??" + names[0][4:]
+        lists.append("{" + ",".join(f'"{name}"' for name in names) + "}")
+        titles.append(f"Outcome {i} of a randomised trial in {rng.choice(['adults', 'children', 'older adults'])}")
+    return pd.DataFrame({"id": [str(i) for i in range(n)], "title": titles, "author_list": lists}, dtype=object)
+
+
+CUT_REFERENCE_FIELDS = '''import pandas as pd
+
+
+def remove_ris_fields_author_list(df: pd.DataFrame) -> pd.DataFrame:
+    """Take the reference-manager fields ("CN  - PubMed DA  - Aug ...") out of `author_list`."""
+    df = df.copy()
+    df["author_list"] = df["author_list"].str.replace(r"\\. CN  - .*? (?=[A-Z][a-z]+\\")", ". ", regex=True)
+    return df
+'''
+
+
+def test_a_model_function_cutting_words_out_of_free_text_unasked_is_sent_back_though_the_held_out_rows_hold_none(
+        llm, tmp_path, sandbox):
+    # The fields are how the source writes these lists (the published clean file keeps them): every list is
+    # unique, so no count tells them from debris, and cutting them loses what the writer put there. The rows
+    # the model's function is tried on (200 on) hold none of them; the whole drop it may see does.
+    drop = reference_list(300, seed=3, tagged=range(20, 32))
+    fn = CleaningFunction.from_code(CUT_REFERENCE_FIELDS)
+    cut = load(fn)(drop)
+    assert changed(drop, cut, "author_list")  # the function does cut them, e.g.
+    before, after = next(iter(changed(drop, cut, "author_list").items()))
+    assert "PubMed" in before and "PubMed" not in after and after.endswith('"}')
+    proposes(llm, "author_list: reference-manager fields inside the names", CUT_REFERENCE_FIELDS)
+    verdicts, store = judged(drop, llm, tmp_path, sandbox)
+    assert not verdicts[0].accepted
+    assert re.search(r"in author_list, 12 of its 12 changes cut words out of free text", verdicts[0].reason), \
+        verdicts[0].reason
+    assert store.load().entries == ()
+    # a fix that writes a word for the one it takes ("An??a" -> "Anna") is no cut; a null for the value neither
+    assert not harm.cuts_words('{"An??a Rossi"}', '{"Anna Rossi"}') and not harm.cuts_words("N/A", "")

@@ -22,7 +22,10 @@ whose changes in a column write, more than one time in five, values that the oth
 contradict (`entities`: the entity is firmer evidence than a value's look), or mostly strip the unit off
 numbers that were rounded when written with it ("0.05%" where the column's bare numbers read "0.045": "0.05"
 is not the value either), or, in a column of free text, mostly only change the spacing (sentences keep their
-writer's spacing, as the rules keep it, unless the user asks for whitespace to be normalised).
+writer's spacing, as the rules keep it, unless the user asks for whitespace to be normalised) or mostly cut
+words out and write nothing in their place ("T. CN  - PubMed DA  - Aug Roszkowski" -> "T. Roszkowski": what the
+writer put in a sentence or a list is theirs, and nothing in the drop tells a field the source always writes
+from debris; the user may ask for it, or show it with corrected rows).
 A spelling of "no value" ("N/A", "") never counts: making it a null is a representation, not a loss. The
 user's words win: a form the instructions may ask for does not count when there are instructions, and a
 function serving an instruction item is not judged here at all.
@@ -39,6 +42,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
@@ -68,6 +72,8 @@ CONTRADICTED_SHARE = 0.2
 WHERE_VALUES = 50
 #: Before -> after pairs kept to show the reader.
 MAX_PAIRS = 10
+#: A word, for what free text keeps: two letters or digits or more in a row.
+WORD = re.compile(r"[^\W_]{2,}")
 
 @dataclass(frozen=True)
 class ValueCounts:
@@ -77,6 +83,7 @@ class ValueCounts:
     shapes: dict[str, Counter] = field(default_factory=dict)
     _rounded: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
     _case_rules: dict[str, tuple] = field(default_factory=dict, compare=False, repr=False)
+    _free_text: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, frame: pd.DataFrame | None) -> ValueCounts:
@@ -106,7 +113,9 @@ class ValueCounts:
 
     def free_text(self, column: str) -> bool:
         """Whether the column holds free text (sentences), which keeps its writer's spacing (`whitespace.is_free_text`)."""
-        return is_free_text(ColumnValues(name=column, counts=dict(self.values.get(column, {}))))
+        if column not in self._free_text:
+            self._free_text[column] = is_free_text(ColumnValues(name=column, counts=dict(self.values.get(column, {}))))
+        return self._free_text[column]
 
     def case_fix(self, column: str, value: str) -> str:
         """What the case rule learned over these rows makes of `value` in `column` (`case_variants.fix`)."""
@@ -177,6 +186,7 @@ class Harm:
     contradicted: tuple[Contradicted, ...] = ()
     rounded: tuple[tuple[str, int, int, str, str], ...] = ()  # (column, cells, changed, before, after)
     respaced: tuple[tuple[str, int, int, str, str], ...] = ()  # (column, cells, changed, before, after)
+    cut: tuple[tuple[str, int, int, str, str], ...] = ()  # (column, cells, changed, before, after)
 
     @property
     def mostly_valid(self) -> bool:
@@ -186,7 +196,7 @@ class Harm:
     @property
     def harmful(self) -> bool:
         return (self.mostly_valid or bool(self.settled) or bool(self.contradicted) or bool(self.rounded)
-                or bool(self.respaced))
+                or bool(self.respaced) or bool(self.cut))
 
     def describe(self) -> str:
         parts = []
@@ -205,6 +215,10 @@ class Harm:
             parts.append(f"in {column}, {n} of its {changed} changes only change the spacing of free text, e.g. "
                          f"{before!r} -> {after!r}: sentences keep their writer's spacing (a run of spaces, a line "
                          "break, a space at either end) unless the user asks for whitespace to be normalised")
+        for column, n, changed, before, after in self.cut[:3]:
+            parts.append(f"in {column}, {n} of its {changed} changes cut words out of free text and write nothing in "
+                         f"their place, e.g. {before!r} -> {after!r}: what the writer put in a sentence or a list "
+                         "stays unless the user asks for it to go")
         for c in self.contradicted[:3]:
             before, after, theirs = c.example
             parts.append(f"in {c.column}, {c.cells} of its {c.changed} changes write a value the other rows of the "
@@ -214,6 +228,12 @@ class Harm:
 
     def with_contradictions(self, found: tuple[Contradicted, ...]) -> Harm:
         return replace(self, contradicted=self.contradicted + found)
+
+    def with_text(self, other: Harm) -> Harm:
+        """This harm with what `other` (the same function, over more rows) found in free text, where not found here."""
+        seen = {c[0] for c in self.respaced + self.cut}
+        return replace(self, respaced=self.respaced + tuple(c for c in other.respaced if c[0] not in seen),
+                       cut=self.cut + tuple(c for c in other.cut if c[0] not in seen))
 
 
 def estimate(before: pd.DataFrame, after: pd.DataFrame, counts: ValueCounts, *, forms: bool = True,
@@ -228,16 +248,17 @@ def estimate(before: pd.DataFrame, after: pd.DataFrame, counts: ValueCounts, *, 
     changed = hits = 0
     pairs: list[tuple[str, str, str]] = []
     settled: list[tuple[str, str, int]] = []
-    rounded, respaced = [], []
+    rounded, respaced, cut = [], [], []
     for column in diff.columns:
         name, rows = str(column), diff.index[diff[column]]
         changed += len(rows)
         olds, news = b.loc[rows, column], a.loc[rows, column]
-        if spacing and len(rows) >= MIN_HARM_CELLS and counts.free_text(name):
-            spaced = [(old, new) for old, new in zip(olds, news)
-                      if isinstance(old, str) and isinstance(new, str) and normalise(old) == normalise(new)]
+        if len(rows) >= MIN_HARM_CELLS and counts.free_text(name):
+            spaced, shortened = _rewritten_text(olds, news, spacing=spacing)
             if len(spaced) >= MIN_HARM_CELLS and len(spaced) > HARM_SHARE * len(rows):
                 respaced.append((name, len(spaced), len(rows), *spaced[0]))
+            if len(shortened) >= MIN_HARM_CELLS and len(shortened) > HARM_SHARE * len(rows):
+                cut.append((name, len(shortened), len(rows), *shortened[0]))
         if len(rows) >= MIN_HARM_CELLS and counts.rounded(name):
             stripped = [(old, new) for old, new in zip(olds, news) if _unit_stripped(old, new)]
             if len(stripped) >= MIN_HARM_CELLS and len(stripped) > HARM_SHARE * len(rows):
@@ -254,7 +275,58 @@ def estimate(before: pd.DataFrame, after: pd.DataFrame, counts: ValueCounts, *, 
             # the value itself is rewritten wherever it stands, not a row's value its row's context says is wrong
             kept = set(b[column].str.strip()[~diff[column].to_numpy()].dropna())
             settled += [(name, v, held[v]) for v in sorted(common - kept)]
-    return Harm(changed, hits, tuple(pairs), tuple(settled), (), tuple(rounded), tuple(respaced))
+    return Harm(changed, hits, tuple(pairs), tuple(settled), (), tuple(rounded), tuple(respaced), tuple(cut))
+
+
+def text_harm(before: pd.DataFrame, after: pd.DataFrame, counts: ValueCounts, *, spacing: bool = True) -> Harm:
+    """Only what `estimate` finds in free text: changes of spacing alone, words cut out. The gate judges these
+    over the whole drop as well, since a kind of text the held-out rows hold a few of is still the writer's."""
+    if len(before) != len(after) or before.empty:
+        return Harm()
+    diff = changed_cells(before, after)
+    b, a = as_text(before).reset_index(drop=True), as_text(after).reset_index(drop=True)
+    respaced, cut = [], []
+    for column in diff.columns:
+        name, rows = str(column), diff.index[diff[column]]
+        if len(rows) < MIN_HARM_CELLS or not counts.free_text(name):
+            continue
+        spaced, shortened = _rewritten_text(b.loc[rows, column], a.loc[rows, column], spacing=spacing)
+        if len(spaced) >= MIN_HARM_CELLS and len(spaced) > HARM_SHARE * len(rows):
+            respaced.append((name, len(spaced), len(rows), *spaced[0]))
+        if len(shortened) >= MIN_HARM_CELLS and len(shortened) > HARM_SHARE * len(rows):
+            cut.append((name, len(shortened), len(rows), *shortened[0]))
+    return Harm(changed=int(diff.to_numpy().sum()), respaced=tuple(respaced), cut=tuple(cut))
+
+
+def _rewritten_text(olds: pd.Series, news: pd.Series, *, spacing: bool) -> tuple[list, list]:
+    """The (before, after) changes of free text that only change its spacing (when `spacing` is judged), and
+    those that cut words out and write no word in their place (`cuts_words`)."""
+    spaced, shortened = [], []
+    for old, new in zip(olds, news):
+        if not (isinstance(old, str) and isinstance(new, str)):
+            continue
+        if normalise(old) == normalise(new):
+            if spacing:
+                spaced.append((old, new))
+        elif cuts_words(old, new):
+            shortened.append((old, new))
+    return spaced, shortened
+
+
+def cuts_words(old: str, new: str) -> bool:
+    """Whether `new` holds fewer of `old`'s words (`WORD`) and no word `old` does not: words were cut out
+    and nothing was written in their place. A null written for the value is no cut (see `is_null_token`).
+
+    Example:
+        >>> cuts_words("T. CN  - PubMed DA  - Aug Roszkowski", "T. Roszkowski"), cuts_words("Jhon Smith", "John Smith")
+        (True, False)
+        >>> cuts_words("St\u00e9\u00e9ber F", "Steber F"), cuts_words("N/A", "")
+        (False, False)
+    """
+    if not new.strip() or is_null_token(new) or is_null_token(old):
+        return False
+    had, has = Counter(WORD.findall(old)), Counter(WORD.findall(new))
+    return bool(had - has) and not (has - had)
 
 
 def _unit_stripped(old: str | None, new: str | None) -> bool:

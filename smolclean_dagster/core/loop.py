@@ -482,12 +482,15 @@ def _harm_or_conflict(fn: CleaningFunction, registry: Registry, holdout: pd.Data
     drop = _drop_as_cleaned(registry, reference, cleaned)
     # The gate judges values; a value moved out of its column's usual form is counted in the report's table
     # (validation) but not sent back here: the prompt's default already asks for the column's own form.
-    damage = harm.estimate(holdout, after, drop.counts, forms=False,
-                           spacing=not asks_to_normalise_whitespace(settings.instructions))
-    if not damage.harmful and not asked and drop.keys:
-        # the entity's other rows are judged over the whole drop: the held-out rows hold few of each entity
+    spacing = not asks_to_normalise_whitespace(settings.instructions)
+    damage = harm.estimate(holdout, after, drop.counts, forms=False, spacing=spacing)
+    if not damage.harmful and not asked and (drop.keys or drop.free_text):
+        # the entity's other rows, and the kinds of free text, are judged over the whole drop: the held-out rows
+        # hold few of each entity, and a few of each kind of text
         whole = runner.run(fn.code, drop.rows, entry=fn.name, timeout_s=settings.timeout_s)
-        damage = damage.with_contradictions(harm.contradictions(drop.rows, whole, drop.keys))
+        damage = damage.with_text(harm.text_harm(drop.rows, whole, drop.counts, spacing=spacing))
+        if drop.keys:
+            damage = damage.with_contradictions(harm.contradictions(drop.rows, whole, drop.keys))
     if damage.harmful and not asked:
         return (f"it would do harm: {damage.describe()}; change only values that are evidently wrong (rare beside a "
                 "common spelling, or off the column's usual form) into values evidently right, and leave the rest")
@@ -516,6 +519,11 @@ class _DropAsCleaned:
     keys: dict[str, str]
     #: The reference frame these were made from: held, so that its id is not another frame's while cached.
     reference: pd.DataFrame | None = None
+
+    @property
+    def free_text(self) -> bool:
+        """Whether a column of the drop holds free text (`harm.ValueCounts.free_text`)."""
+        return self.rows is not None and any(self.counts.free_text(str(c)) for c in self.rows.columns)
 
 
 _DROPS: dict[tuple[int, int, int], _DropAsCleaned] = {}
