@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -60,6 +60,9 @@ class Verdict:
     accepted: bool
     reason: str
     evidence: Evidence | None = None
+    #: (rows, the candidate's output on them) for each frame it was checked on, the chunk's first: a caller
+    #: that accepts it need not run it on those rows again.
+    outputs: tuple[tuple[pd.DataFrame, pd.DataFrame], ...] = field(default=(), compare=False, repr=False)
 
 
 def as_text(df: pd.DataFrame) -> pd.DataFrame:
@@ -212,7 +215,9 @@ def check_candidate(
             return Verdict(False, problem or f"turned the non-null value {nulled[1]!r} in column {nulled[0]!r} into null "
                                              "on rows across the drop; keep values you cannot fix")
         results.append((sample, out))
-    return _evidence_verdict(fn, results, holdout_rows=len(holdout), rows_dropped=dropped, require_change=require_change)
+    verdict = _evidence_verdict(fn, results, holdout_rows=len(holdout), rows_dropped=dropped,
+                                require_change=require_change)
+    return replace(verdict, outputs=tuple(results))
 
 
 def _changes_any(results: list[tuple[pd.DataFrame, pd.DataFrame]]) -> bool:
