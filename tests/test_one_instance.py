@@ -239,7 +239,7 @@ def test_a_new_workdirs_instance_starts_from_the_empty_storage_made_once(tmp_pat
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     monkeypatch.chdir(tmp_path)  # no .env here
     first = workdir_instance(tmp_path / "one")
-    [template] = (tmp_path / "cache" / "smolclean").iterdir()
+    [template] = [p for p in (tmp_path / "cache" / "smolclean").iterdir() if p.is_dir()]
     assert (template / "history" / "runs.db").is_file(), "made once, in the user's cache"
     second = workdir_instance(tmp_path / "two")
     # each instance is its own: what one stores the other does not see
@@ -248,3 +248,50 @@ def test_a_new_workdirs_instance_starts_from_the_empty_storage_made_once(tmp_pat
     assert first.get_dynamic_partitions("drops") == ["a.csv"] and second.get_dynamic_partitions("drops") == ["b.csv"]
     first.dispose(), second.dispose()
     assert workdir_instance(tmp_path / "one").get_dynamic_partitions("drops") == ["a.csv"], "reopened, as stored"
+
+
+def test_a_run_of_the_learning_stores_what_dagster_stores_without_its_per_run_set_up(tmp_path, monkeypatch, capfd):
+    # Runs made by smolclean's own processes start their event log from a copy of an empty one, and keep each
+    # step's output in Dagster's files without live `tail` processes: another process (the UI) reads all of it.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+    @dg.op
+    def shout(context):
+        print("the step's own output")
+        context.log.info("a structured event")
+        return 1
+
+    @dg.job
+    def loud():
+        shout()
+
+    instance = workdir_instance(tmp_path / "work")
+    manager = instance.compute_log_manager
+    assert "capture_logs" in vars(manager) and "_initdb" in vars(instance.event_log_storage)
+    spawned = []
+    real_popen = subprocess.Popen
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: spawned.append(a) or real_popen(*a, **k))
+    result = loud.execute_in_process(instance=instance)
+    assert result.success
+    assert spawned == [], "no tail or watcher process per step"
+    assert "the step's own output" in capfd.readouterr().out, "shown on this process's output when the step ends"
+    run_db = Path(instance.event_log_storage.path_for_shard(result.run_id))
+    [template] = (tmp_path / "cache" / "smolclean").glob("dagster-*-run-events.db")
+    assert run_db.stat().st_size >= template.stat().st_size
+    instance.dispose()
+    # as the UI opens the same instance: Dagster's own storage and compute log manager, nothing of ours
+    ui = dg.DagsterInstance.from_config(str(dagster_home(tmp_path / "work")))
+    assert "_initdb" not in vars(ui.event_log_storage)
+    events = ui.all_logs(result.run_id)
+    assert "a structured event" in [e.user_message for e in events]
+    assert "STEP_SUCCESS" in [e.dagster_event.event_type_value for e in events if e.dagster_event]
+    # the UI finds a step's output through the run's LOGS_CAPTURED event, as for any run
+    [captured_event] = [e.dagster_event for e in ui.all_logs(result.run_id)
+                        if e.dagster_event and e.dagster_event.event_type_value == "LOGS_CAPTURED"]
+    log_key = [result.run_id, "compute_logs", captured_event.event_specific_data.file_key]
+    assert ui.compute_log_manager.is_capture_complete(log_key)
+    captured = ui.compute_log_manager.get_log_data(log_key)
+    assert b"the step's own output" in captured.stdout
+    ui.dispose()

@@ -116,10 +116,17 @@ def clean_with(registry: Registry, df: pd.DataFrame, runner: CodeRunner, *, time
             f"the registry of {registry.dataset!r} (version {registry.version}) fails on new rows: {exc}; "
             "fix or remove the failing function in the registry file"
         ) from exc
-    _CLEANED[key] = (df, cleaned.copy())
+    remember_cleaned(registry, df, cleaned)
+    return cleaned
+
+
+def remember_cleaned(registry: Registry, df: pd.DataFrame, cleaned: pd.DataFrame) -> None:
+    """Keep `cleaned` as `df` cleaned by `registry` (`clean_with` then returns a copy): also a candidate's output
+    on rows the registry before it cleaned, once it joins, since the module runs its functions one after another."""
+    functions = tuple((e.function.name, e.function.code) for e in registry.entries)
+    _CLEANED[(id(df), df.shape, registry.dataset, functions)] = (df, cleaned.copy())
     while len(_CLEANED) > CLEANED_KEPT:
         _CLEANED.popitem(last=False)
-    return cleaned
 
 
 def summarise_registry(registry: Registry) -> tuple[RegisteredSummary, ...]:
@@ -346,14 +353,22 @@ def run_chunk(
                         "there must end at the user's value, and a value the user left as it was must not change"
                     ), False, None
             if ok:
+                # what the accepted function made of the rows it was judged on: the next step's rows, as cleaned
+                sources = {id(chunk): work.rows, id(holdout): work.holdout}
+                if sample is not None:
+                    sources[id(sample)] = work.sample
+                outputs = [(sources[id(rows)], out) for rows, out in verdict.outputs if id(rows) in sources]
+                held_out = next((out for rows, out in verdict.outputs if rows is holdout), None)
                 try:
                     problem = _harm_or_conflict(fn, registry, holdout, work.reference, reference, runner, settings,
-                                                asked=bool(asks) or taught)
+                                                asked=bool(asks) or taught, after=held_out, outputs=outputs)
                 except MODEL_FAULTS as exc:
                     problem = f"{type(exc).__name__}: {exc}"
                 if problem:
                     verdict_reason, ok, evidence = problem, False, None
         named = fn
+        if not ok:
+            outputs = []
         if ok:
             entry = RegistryEntry(
                 function=fn,
@@ -370,8 +385,12 @@ def run_chunk(
                 serves=serves,
             )
             after = store.update(lambda reg: reg.with_entry(entry, beside=work.hidden))
+            joined = after.without_chunks(work.hidden)
             # as the registry holds it: suffixed when another function had the name
-            stored = after.without_chunks(work.hidden).find(fn)
+            stored = joined.find(fn)
+            if _grown_by(registry, joined, stored):
+                for rows, out in outputs:
+                    remember_cleaned(joined, rows, out)
             named = stored.function if stored is not None else fn
             accepted.append(named.name)
             feedback = " ".join([carried] * bool(carried) + notes) or None
@@ -471,14 +490,19 @@ def _kept_as_labelled(fn: CleaningFunction, broken: list[Broken], labels: Labels
 
 def _harm_or_conflict(fn: CleaningFunction, registry: Registry, holdout: pd.DataFrame, reference: pd.DataFrame | None,
                       cleaned: pd.DataFrame | None, runner: CodeRunner, settings: LoopSettings, *,
-                      asked: bool = False) -> str | None:
+                      asked: bool = False, after: pd.DataFrame | None = None,
+                      outputs: list[tuple[pd.DataFrame, pd.DataFrame]] | None = None) -> str | None:
     """Why a candidate that passed its own checks may still not join: on the held-out rows it mostly rewrites
     values that look valid (see `harm`; not judged when it serves an instruction item, `asked`), or the module
     with it added is no longer idempotent (a later pass of an earlier function undoes or redoes its work). Both
-    are caught here, while it is a candidate, so a learning run always ends with a module."""
+    are caught here, while it is a candidate, so a learning run always ends with a module.
+
+    `after`: its output on `holdout`, when its checks already ran it there. Its output on the drop's reference
+    rows, when it runs there, is added to `outputs` (with the rows as the drop holds them, `reference`)."""
     if holdout.empty:
         return None
-    after = runner.run(fn.code, holdout, entry=fn.name, timeout_s=settings.timeout_s)
+    if after is None:
+        after = runner.run(fn.code, holdout, entry=fn.name, timeout_s=settings.timeout_s)
     drop = _drop_as_cleaned(registry, reference, cleaned)
     # The gate judges values; a value moved out of its column's usual form is counted in the report's table
     # (validation) but not sent back here: the prompt's default already asks for the column's own form.
@@ -488,6 +512,8 @@ def _harm_or_conflict(fn: CleaningFunction, registry: Registry, holdout: pd.Data
         # the entity's other rows, and the kinds of free text, are judged over the whole drop: the held-out rows
         # hold few of each entity, and a few of each kind of text
         whole = runner.run(fn.code, drop.rows, entry=fn.name, timeout_s=settings.timeout_s)
+        if outputs is not None and reference is not None:
+            outputs.append((reference, whole))
         damage = damage.with_text(harm.text_harm(drop.rows, whole, drop.counts, spacing=spacing))
         if drop.keys:
             damage = damage.with_contradictions(harm.contradictions(drop.rows, whole, drop.keys))
@@ -595,6 +621,16 @@ def _record_declines(proposal, states: tuple[ItemState, ...], store: RegistrySto
     if fresh:
         store.update(lambda reg: reg.with_declined(fresh, beside=work.hidden))
     return notes
+
+
+def _grown_by(registry: Registry, joined: Registry, entry: RegistryEntry | None) -> bool:
+    """Whether `joined` is `registry` with `entry` added last, and nothing else changed (another chunk's function
+    joining beside it, a consolidation): then what the entry made of rows `registry` cleaned is what `joined`
+    makes of them."""
+    if entry is None or len(joined.entries) != len(registry.entries) + 1 or joined.entries[-1] != entry:
+        return False
+    return all(a.function.name == b.function.name and a.function.code == b.function.code
+               for a, b in zip(registry.entries, joined.entries))
 
 
 def _twin_of(fn: CleaningFunction, registry: Registry) -> str | None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -60,6 +61,9 @@ class Verdict:
     accepted: bool
     reason: str
     evidence: Evidence | None = None
+    #: (rows, the candidate's output on them) for each frame it was checked on, the chunk's first: a caller
+    #: that accepts it need not run it on those rows again.
+    outputs: tuple[tuple[pd.DataFrame, pd.DataFrame], ...] = field(default=(), compare=False, repr=False)
 
 
 def as_text(df: pd.DataFrame) -> pd.DataFrame:
@@ -144,14 +148,60 @@ def check_candidate(
     Sandbox errors propagate to the caller (they are rejections with their own message); failed checks come
     back as a rejected Verdict.
     """
+    with _RunsAhead(runner) as ahead:
+        return _checked(fn, chunk, holdout, runner, ahead, timeout_s=timeout_s, allow_row_drops=allow_row_drops,
+                        sample=sample, asks=asks, require_change=require_change)
+
+
+class _RunsAhead:
+    """The runs of one candidate's checks whose rows are known before any of them ends, started at once on a
+    sandbox with more than one worker (threads only wait on its processes): taken in the checks' order, they
+    give the verdict the runs one after another would, sooner. Runs whose result a rejection leaves unread are
+    not waited for."""
+
+    def __init__(self, runner: CodeRunner):
+        self._pool = None
+        if getattr(runner, "checked_run", None) is not None and getattr(runner, "size", 1) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=runner.size, thread_name_prefix="smolclean-check")
+        self._started: dict[str, Future] = {}
+
+    def __enter__(self) -> _RunsAhead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def start(self, key: str, call, *args, **kwargs) -> None:
+        if self._pool is not None:
+            self._started[key] = self._pool.submit(call, *args, **kwargs)
+
+    def result(self, key: str, call, *args, **kwargs):
+        """The started run's result (its error raised here), or the run made now."""
+        started = self._started.pop(key, None)
+        return started.result() if started is not None else call(*args, **kwargs)
+
+
+def _checked(fn: CleaningFunction, chunk: pd.DataFrame, holdout: pd.DataFrame, runner: CodeRunner, ahead: _RunsAhead,
+             *, timeout_s: float, allow_row_drops: bool, sample: pd.DataFrame | None, asks: tuple[str, ...],
+             require_change: bool) -> Verdict:
     results = []
     dropped = 0
-    for label, frame in (("the chunk", chunk), ("the held-out rows", holdout)):
-        if frame.empty:
-            continue
-        checked = getattr(runner, "checked_run", None)  # the three runs below in one sandbox process
+    checked = getattr(runner, "checked_run", None)  # the three runs below in one sandbox process
+    frames = [(label, frame) for label, frame in (("the chunk", chunk), ("the held-out rows", holdout))
+              if not frame.empty]
+    if checked is not None:
+        if frames and fn.rule is None:  # the cost's rows, when every frame passes (see `_cost_problem`): the
+            # longest run, started first
+            rows = cost_sample([frame for _, frame in frames] + ([sample] if sample is not None else []))
+            ahead.start("cost", runner.timed_run, fn.code, rows, entry=fn.name, timeout_s=timeout_s)
+        for label, frame in frames:
+            ahead.start(label, checked, fn.code, frame, entry=fn.name, timeout_s=timeout_s)
+    for label, frame in frames:
         if checked is not None:
-            out, cpu_s, repeat, again = checked(fn.code, frame, entry=fn.name, timeout_s=timeout_s)
+            out, cpu_s, repeat, again = ahead.result(label, checked, fn.code, frame, entry=fn.name, timeout_s=timeout_s)
         else:
             out, cpu_s = runner.timed_run(fn.code, frame, entry=fn.name, timeout_s=timeout_s)
         limit = max(SLOW_FLOOR_S, SLOW_PER_ROW_S * len(frame))
@@ -199,7 +249,7 @@ def check_candidate(
     # A rule's template is our own code, batch-safe by its tests and its cost measured once over the public pairs
     # (benchmarks/cost_per_cell.py): it is judged by what it does only, so what is learned never depends on how
     # busy the machine is, and learning does not run it once more on thousands of rows.
-    too_costly = _cost_problem(fn, results, sample, runner, timeout_s) if results and fn.rule is None else None
+    too_costly = _cost_problem(fn, results, sample, runner, timeout_s, ahead) if results and fn.rule is None else None
     if too_costly:
         return Verdict(False, too_costly)
     if require_change and sample is not None and not sample.empty and not _changes_any(results):
@@ -212,7 +262,9 @@ def check_candidate(
             return Verdict(False, problem or f"turned the non-null value {nulled[1]!r} in column {nulled[0]!r} into null "
                                              "on rows across the drop; keep values you cannot fix")
         results.append((sample, out))
-    return _evidence_verdict(fn, results, holdout_rows=len(holdout), rows_dropped=dropped, require_change=require_change)
+    verdict = _evidence_verdict(fn, results, holdout_rows=len(holdout), rows_dropped=dropped,
+                                require_change=require_change)
+    return replace(verdict, outputs=tuple(results))
 
 
 def _changes_any(results: list[tuple[pd.DataFrame, pd.DataFrame]]) -> bool:
@@ -232,7 +284,7 @@ def cost_sample(frames: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def measure_cost(fn: CleaningFunction, rows: pd.DataFrame, runner: CodeRunner, *,
-                 timeout_s: float = 10.0) -> tuple[float, int, pd.DataFrame]:
+                 timeout_s: float = 10.0, ahead: _RunsAhead | None = None) -> tuple[float, int, pd.DataFrame]:
     """(CPU seconds per cell, cells measured, the output) of a function run inside the sandbox on `rows`.
 
     The cells are the rows times the columns the function touches: those it names (in `columns` or in its
@@ -241,7 +293,10 @@ def measure_cost(fn: CleaningFunction, rows: pd.DataFrame, runner: CodeRunner, *
     Example:
         >>> per_cell, cells, out = measure_cost(fn, cost_sample([chunk, holdout, sample]), sandbox)   # doctest: +SKIP
     """
-    out, seconds = runner.timed_run(fn.code, rows, entry=fn.name, timeout_s=timeout_s)
+    if ahead is not None:  # started on these rows with the checks
+        out, seconds = ahead.result("cost", runner.timed_run, fn.code, rows, entry=fn.name, timeout_s=timeout_s)
+    else:
+        out, seconds = runner.timed_run(fn.code, rows, entry=fn.name, timeout_s=timeout_s)
     names = [str(c) for c in rows.columns]
     touched = {c for c in map(str, fn.columns) if c in names} | set(columns_in_code(fn.code, names))
     touched |= {str(c) for c in out.columns if c not in rows.columns}
@@ -252,12 +307,12 @@ def measure_cost(fn: CleaningFunction, rows: pd.DataFrame, runner: CodeRunner, *
 
 
 def _cost_problem(fn: CleaningFunction, results: list[tuple[pd.DataFrame, pd.DataFrame]], sample: pd.DataFrame | None,
-                  runner: CodeRunner, timeout_s: float) -> str | None:
+                  runner: CodeRunner, timeout_s: float, ahead: _RunsAhead | None = None) -> str | None:
     """Why the function's cost, measured on many rows, sends it back: too slow per cell, or its output on the
     rows it was checked on differs when it runs on more rows."""
     shown = [frame for frame, _ in results]
     rows = cost_sample(shown + ([sample] if sample is not None else []))
-    per_cell, cells, out = measure_cost(fn, rows, runner, timeout_s=timeout_s)
+    per_cell, cells, out = measure_cost(fn, rows, runner, timeout_s=timeout_s, ahead=ahead)
     # the rows it was checked on come first: run on more rows, they must come out as they did (a function
     # that drops rows cannot be lined up row by row)
     expected = pd.concat([after for _, after in results], ignore_index=True)

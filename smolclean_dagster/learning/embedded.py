@@ -45,7 +45,7 @@ from ..core.steps import ChunkTrace, FinalStep
 from ..core.storage import DatasetStore
 from ..core.watch import FileState
 from ..factory import build_defs
-from ..instance import workdir_instance
+from ..instance import quick_runs, workdir_instance
 from ..partitions import drops_partitions
 from ..settings import DatasetSettings, save_settings
 from .runs import ANALYSE_CHUNK, WAVE_TAG, Advance, advance_learning, ensure_pool_limit, new_learning_run_id
@@ -400,6 +400,7 @@ def _start_worker(settings_json: str, instance_ref: InstanceRef, environ: dict[s
         settings = DatasetSettings.model_validate_json(settings_json)
         job = build_defs(settings).resolve_job_def(ANALYSE_CHUNK.job_name(settings.name))
         instance = dg.DagsterInstance.from_ref(instance_ref)
+        quick_runs(instance)
     except Exception as exc:  # a failing initializer would only break the pool, without saying why
         _worker = f"{type(exc).__name__}: {exc}"
         return
