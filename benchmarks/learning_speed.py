@@ -20,7 +20,9 @@ come from elsewhere).
    The tool's own time is the wall time of `learn()` minus the time some call was waiting for the server.
    A request that is not byte for byte the recorded one (the prompts changed since) still gets the next
    answer in order; the table says how many were as recorded and the JSON where the first one differed.
-   Calls beyond the transcript are answered "clean".
+   Calls beyond the transcript are answered "clean". Beside the replays: the seconds a fresh Python takes to
+   import the model client (litellm and the OpenAI client's resources) once pandas and Dagster are imported,
+   which every cold learning with a model pays before its first call.
 
 Each learning runs in a process of its own (this script with `--learn-one`), so every run starts cold, as
 `smolclean learn` does. Wall time is `learn()`'s alone (not Python's start and imports); CPU is the user and
@@ -444,7 +446,8 @@ def report(results: dict) -> str:
             m, own = r["run"], r["own"] or {}
             rows.append([case, f"{r['calls_made']} ({r['recorded_calls']})", r["as_recorded"],
                          _wall(m, case, notes), _s(own.get("waiting_s"), 3), _s(own.get("own_s")),
-                         _s(own.get("own_s_per_call"), 2), _s(own.get("gap_s_median"), 2),
+                         _s(own.get("own_s_per_call"), 2), " / ".join(_s(g, 2) for g in own.get("gap_s_each", [])),
+                         _s(own.get("gap_s_median"), 2),
                          _s(own.get("after_last_answer_s")), _s(m["cpu_s"]), _load(m), _s(r["recorded_gap_s_median"])])
             if own and r["as_recorded"] < own["calls"]:
                 notes.append(f"{case}: {own['calls'] - r['as_recorded']} of {own['calls']} requests differ from the "
@@ -452,11 +455,35 @@ def report(results: dict) -> str:
                              f"it, answered clean); the first: {r['first_difference']}")
         parts.append("Replayed model runs, every answer instant (the tool's own time = wall time minus waiting)\n"
                      + table(["case", "calls (recorded)", "as recorded", "learn s (wall)", "waiting s", "own s",
-                              "own s / call", "median s per call", "after last answer s", "CPU s (tree)",
-                              "load 1 min before -> after", "recorded run: median s per call"], rows)
+                              "own s / call", "each call's s", "median s per call", "after last answer s",
+                              "CPU s (tree)", "load 1 min before -> after", "recorded run: median s per call"], rows)
                      + "".join(f"\n{n}" for n in notes)
+                     + (f"\nimporting the model client (litellm and the OpenAI client's resources) in a fresh Python, "
+                        f"after pandas and Dagster: {results['client_import_s']['cpu_s']:.2f} s of CPU, "
+                        f"{results['client_import_s']['wall_s']:.2f} s (median of {results['client_import_s']['runs']}); "
+                        "the first call waits for it" if results.get("client_import_s") else "")
                      + f"\ntarget: median <= {TARGETS['own_s_per_call_median']:g} s of the tool's own time per call")
     return "\n\n".join(parts)
+
+
+#: What a learning with a model imports before its first call, beyond what a rules learning imports: the model
+#: client and the OpenAI client's resources it calls through (core/analysts/client.py `prefetch_litellm`).
+CLIENT_IMPORT = ("import os, time; os.environ.setdefault('LITELLM_LOCAL_MODEL_COST_MAP', 'True'); "
+                 "import pandas, dagster; t = time.process_time(); w = time.perf_counter(); "
+                 "import litellm, openai.resources; print(time.process_time() - t, time.perf_counter() - w)")
+
+
+def client_import_seconds(runs: int = 3) -> dict:
+    """CPU and wall seconds a fresh Python takes to import the model client (after pandas and Dagster, which
+    every learning imports anyway), median of `runs`: part of every cold learning's first gap, wherever it is
+    imported, since the first call needs it."""
+    cpu, wall = [], []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", CLIENT_IMPORT], capture_output=True, text=True, timeout=120,
+                             env=_env(), check=True).stdout.split()
+        cpu.append(float(out[-2]))
+        wall.append(float(out[-1]))
+    return {"cpu_s": round(statistics.median(cpu), 2), "wall_s": round(statistics.median(wall), 2), "runs": runs}
 
 
 def _env() -> dict[str, str]:
@@ -539,6 +566,8 @@ def main(argv: list[str] | None = None) -> int:
         for case in args.replay:
             print(f"replay: {case} ...")
             results["replay"][case] = replay_case(case, args.transcripts, work / f"replay-{case}", args.timeout)
+        if args.replay:
+            results["client_import_s"] = client_import_seconds()
     results["machine"]["load_average_1min_end"] = round(os.getloadavg()[0], 2)
     print()
     print(report(results))
