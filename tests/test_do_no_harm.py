@@ -566,15 +566,20 @@ def collapse_summary_spaces(df: pd.DataFrame) -> pd.DataFrame:
 '''
 
 
+def sent_back(drop: pd.DataFrame, llm, tmp_path, sandbox, issue: str, code: str, reason: str) -> None:
+    """The model proposes `code` on a chunk of `drop`: it is sent back for `reason` (a pattern), and nothing joins."""
+    proposes(llm, issue, code)
+    verdicts, store = judged(drop, llm, tmp_path, sandbox)
+    assert not verdicts[0].accepted
+    assert re.search(reason, verdicts[0].reason), verdicts[0].reason
+    assert store.load().entries == ()
+
+
 def test_a_model_function_respacing_free_text_unasked_is_sent_back_as_the_rules_would_keep_it(llm, tmp_path, sandbox):
     # The rules keep the summaries' own spacing unless asked (see above): so must a model's function
     drop = breach_reports(300, seed=6)
-    proposes(llm, "summary: double spaces between sentences", COLLAPSE_SUMMARY_SPACES)
-    verdicts, store = judged(drop, llm, tmp_path, sandbox)
-    assert not verdicts[0].accepted
-    assert re.search(r"in summary, \d+ of its \d+ changes only change the spacing of free text", verdicts[0].reason), \
-        verdicts[0].reason
-    assert store.load().entries == ()
+    sent_back(drop, llm, tmp_path, sandbox, "summary: double spaces between sentences", COLLAPSE_SUMMARY_SPACES,
+              r"in summary, \d+ of its \d+ changes only change the spacing of free text")
     # asked for ("Collapse double spaces."), the spacing is the user's to change: no harm is counted
     holdout = drop.iloc[200:].reset_index(drop=True)
     after = load(CleaningFunction.from_code(COLLAPSE_SUMMARY_SPACES))(holdout)
@@ -627,11 +632,7 @@ def test_a_model_function_cutting_words_out_of_free_text_unasked_is_sent_back_th
     assert changed(drop, cut, "author_list")  # the function does cut them, e.g.
     before, after = next(iter(changed(drop, cut, "author_list").items()))
     assert "PubMed" in before and "PubMed" not in after and after.endswith('"}')
-    proposes(llm, "author_list: reference-manager fields inside the names", CUT_REFERENCE_FIELDS)
-    verdicts, store = judged(drop, llm, tmp_path, sandbox)
-    assert not verdicts[0].accepted
-    assert re.search(r"in author_list, 12 of its 12 changes cut words out of free text", verdicts[0].reason), \
-        verdicts[0].reason
-    assert store.load().entries == ()
+    sent_back(drop, llm, tmp_path, sandbox, "author_list: reference-manager fields inside the names",
+              CUT_REFERENCE_FIELDS, r"in author_list, 12 of its 12 changes cut words out of free text")
     # a fix that writes a word for the one it takes ("An??a" -> "Anna") is no cut; a null for the value neither
     assert not harm.cuts_words('{"An??a Rossi"}', '{"Anna Rossi"}') and not harm.cuts_words("N/A", "")
