@@ -23,6 +23,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import dagster as dg
@@ -151,12 +152,12 @@ def quick_runs(instance: dg.DagsterInstance) -> None:
 
 def _quick_compute_logs(instance: dg.DagsterInstance) -> None:
     """Keep each step's stdout and stderr in the files Dagster's local compute log manager writes (the UI
-    shows them as before), and show them on this process's own output when the step ends.
+    shows them as before), and show them on this process's own output as they are written.
 
-    Dagster's manager shows them live instead: for each step it starts two `tail` processes and two Python
+    Dagster's manager shows them through processes: for each step it starts two `tail` processes and two Python
     processes that watch for orphans, and stops them when the step ends (about 0.15 s and a Python start-up of
-    CPU per step, each learning run's steps included). A learning's steps log through Dagster's events, which
-    the UI shows live; what they print is rare."""
+    CPU per step, each learning run's steps included). A thread of this process copies what the files gain
+    instead (`_Mirror`)."""
     from dagster._core.execution.compute_logs import redirect_to_file
     from dagster._core.storage.compute_log_manager import CapturedLogContext, ComputeIOType
     from dagster._core.storage.local_compute_log_manager import IO_TYPE_EXTENSION, LocalComputeLogManager
@@ -172,33 +173,64 @@ def _quick_compute_logs(instance: dg.DagsterInstance) -> None:
                  for kind in (ComputeIOType.STDOUT, ComputeIOType.STDERR)]
         for path in paths:
             ensure_file(path)
-        starts = [os.path.getsize(path) for path in paths]
-        try:
+        with _Mirror(paths, (sys.stdout, sys.stderr)):
             with redirect_to_file(sys.stdout, paths[0]), redirect_to_file(sys.stderr, paths[1]):
                 yield CapturedLogContext(log_key)
-        finally:
-            for stream, path, start in zip((sys.stdout, sys.stderr), paths, starts):
-                _show_since(stream, path, start)
         touch_file(manager.complete_artifact_path(log_key))  # as Dagster's: the capture is complete
 
     manager.capture_logs = capture_logs
 
 
-def _show_since(stream, path: str, start: int) -> None:
-    """Write what the file at `path` holds after byte `start` to `stream` (bytes, where the stream takes them)."""
-    with contextlib.suppress(OSError, ValueError):
+class _Mirror:
+    """Copy what each file gains to the stream it captures (its file descriptor as it was before the capture),
+    every `INTERVAL` seconds and once more when the capture ends, from a thread of this process."""
+
+    INTERVAL = 0.2
+
+    def __init__(self, paths: list[str], streams: tuple) -> None:
+        self._targets = []
+        for path, stream in zip(paths, streams):
+            try:
+                fd = os.dup(stream.fileno())
+            except (AttributeError, OSError, ValueError):  # no descriptor (a test's capture): Dagster shows none
+                continue
+            stream.flush()
+            self._targets.append([path, os.path.getsize(path), fd])
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="smolclean-step-output", daemon=True)
+
+    def __enter__(self) -> _Mirror:
+        if self._targets:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._targets:
+            self._stop.set()
+            self._thread.join()
+        for _, _, fd in self._targets:
+            os.close(fd)
+
+    def _run(self) -> None:
+        while True:
+            last = self._stop.wait(self.INTERVAL)
+            for target in self._targets:
+                target[1] = _copy_since(*target)
+            if last:
+                return
+
+
+def _copy_since(path: str, start: int, fd: int) -> int:
+    """Write what the file at `path` holds after byte `start` to descriptor `fd`; where it ends now."""
+    with contextlib.suppress(OSError):
         with open(path, "rb") as captured:
             captured.seek(start)
             data = captured.read()
-        if not data:
-            return
-        stream.flush()
-        target = getattr(stream, "buffer", None)
-        if target is not None:
-            target.write(data)
-        else:
-            stream.write(data.decode("utf-8", errors="replace"))
-        stream.flush()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        return start + len(data)
+    return start
 
 
 def _quick_run_shards(instance: dg.DagsterInstance) -> None:

@@ -250,18 +250,25 @@ def test_a_new_workdirs_instance_starts_from_the_empty_storage_made_once(tmp_pat
     assert workdir_instance(tmp_path / "one").get_dynamic_partitions("drops") == ["a.csv"], "reopened, as stored"
 
 
-def test_a_run_of_the_learning_stores_what_dagster_stores_without_its_per_run_set_up(tmp_path, monkeypatch, capfd):
+def test_a_run_of_the_learning_stores_what_dagster_stores_without_its_per_run_set_up(tmp_path, monkeypatch):
     # Runs made by smolclean's own processes start their event log from a copy of an empty one, and keep each
-    # step's output in Dagster's files without live `tail` processes: another process (the UI) reads all of it.
+    # step's output in Dagster's files, shown as it comes without `tail` processes: another process (the UI)
+    # reads all of it.
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     monkeypatch.chdir(tmp_path)
 
+    terminal = tmp_path / "terminal.txt"  # this process's output, as a file the test reads by its name
+    output, sys.stdout = sys.stdout, open(terminal, "w", buffering=1, encoding="utf-8")
+
     @dg.op
     def shout(context):
-        print("the step's own output")
+        print("the step's own output", flush=True)
+        deadline = time.monotonic() + 30  # shown while the step runs, as Dagster's own `tail` shows it
+        while "the step's own output" not in terminal.read_text(encoding="utf-8") and time.monotonic() < deadline:
+            time.sleep(0.05)
         context.log.info("a structured event")
-        return 1
+        return "the step's own output" in terminal.read_text(encoding="utf-8")
 
     @dg.job
     def loud():
@@ -273,10 +280,14 @@ def test_a_run_of_the_learning_stores_what_dagster_stores_without_its_per_run_se
     spawned = []
     real_popen = subprocess.Popen
     monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: spawned.append(a) or real_popen(*a, **k))
-    result = loud.execute_in_process(instance=instance)
+    try:
+        result = loud.execute_in_process(instance=instance)
+    finally:
+        sys.stdout.close()
+        sys.stdout = output
     assert result.success
     assert spawned == [], "no tail or watcher process per step"
-    assert "the step's own output" in capfd.readouterr().out, "shown on this process's output when the step ends"
+    assert result.output_for_node("shout"), "shown on this process's output while the step ran"
     run_db = Path(instance.event_log_storage.path_for_shard(result.run_id))
     [template] = (tmp_path / "cache" / "smolclean").glob("dagster-*-run-events.db")
     assert run_db.stat().st_size >= template.stat().st_size
