@@ -177,12 +177,20 @@ def f(df):
 '''
 
 
+class _Received(list):
+    """What the listener received, and an event set once it received something (its thread may take its time)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrived = threading.Event()
+
+
 @pytest.fixture
 def listener() -> Iterator[tuple[int, list[bytes]]]:
     """A TCP listener on the host's loopback that records what it receives."""
     server = socket.create_server(("127.0.0.1", 0))
     server.settimeout(0.2)
-    received: list[bytes] = []
+    received = _Received()
     stop = threading.Event()
 
     def serve() -> None:
@@ -193,6 +201,7 @@ def listener() -> Iterator[tuple[int, list[bytes]]]:
                 continue
             with conn:
                 received.append(conn.recv(100))
+            received.arrived.set()
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -225,6 +234,7 @@ def test_tcp_gets_through_with_all_three_network_layers_off(full, sandboxes, lis
     port, received = listener
     result = attempt(sandboxes("netns", "seccomp", "landlock"), TCP_TO.format(port=port))
     assert isinstance(result, pd.DataFrame)
+    received.arrived.wait(30)  # the listener's thread takes the connection when it is scheduled, on a busy machine later
     assert received == [b"exfiltrated"]
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -245,7 +246,7 @@ def pick_rows(drop: pd.DataFrame, n: int = DEFAULT_ROWS) -> list[int]:
     chosen: list[int] = []
     held: set[tuple[str, str]] = set()
     while len(chosen) < n:
-        gain = np.array([sum(weight[f] for f in s - held) for s in suspects])
+        gain = np.array([_worth(s - held, weight) for s in suspects])
         gain[chosen] = -1
         if gain.max() <= 0:
             break
@@ -260,6 +261,18 @@ def pick_rows(drop: pd.DataFrame, n: int = DEFAULT_ROWS) -> list[int]:
             pick = (pick + 1) % len(drop)
         chosen.append(int(pick))
     return sorted(chosen)
+
+
+def _worth(suspicions: set[tuple[str, str]], weight: dict[tuple[str, str], float]) -> float:
+    """What a row's new suspicions are worth together, summed exactly: a plain sum of fractions depends on the
+    order a set gives them, which Python varies from process to process, and a tie between rows would go to
+    another row in each (`smolclean label` picked other rows of the same drop from run to run).
+
+    Example:
+        >>> _worth({("c", f"rare {i}") for i in range(10)}, {("c", f"rare {i}"): 0.1 for i in range(10)})
+        1.0
+    """
+    return math.fsum(weight[f] for f in suspicions)
 
 
 def _distance(candidates: np.ndarray, chosen: list[int], position: np.ndarray) -> np.ndarray:

@@ -161,7 +161,8 @@ class _RunsAhead:
 
     def __init__(self, runner: CodeRunner):
         self._pool = None
-        if getattr(runner, "checked_run", None) is not None and getattr(runner, "size", 1) > 1:
+        if all(getattr(runner, name, None) is not None for name in ("checked_run", "screen")) \
+                and getattr(runner, "size", 1) > 1:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(max_workers=runner.size, thread_name_prefix="smolclean-check")
@@ -173,6 +174,11 @@ class _RunsAhead:
     def __exit__(self, *exc: object) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
+
+    @property
+    def parallel(self) -> bool:
+        """Whether runs start ahead (on a sandbox with more than one worker)."""
+        return self._pool is not None
 
     def start(self, key: str, call, *args, **kwargs) -> None:
         if self._pool is not None:
@@ -192,7 +198,8 @@ def _checked(fn: CleaningFunction, chunk: pd.DataFrame, holdout: pd.DataFrame, r
     checked = getattr(runner, "checked_run", None)  # the three runs below in one sandbox process
     frames = [(label, frame) for label, frame in (("the chunk", chunk), ("the held-out rows", holdout))
               if not frame.empty]
-    if checked is not None:
+    if checked is not None and ahead.parallel:
+        runner.screen(fn.code, entry=fn.name)  # parsed here: the runs started below only reuse the gate's verdict
         if frames and fn.rule is None:  # the cost's rows, when every frame passes (see `_cost_problem`): the
             # longest run, started first
             rows = cost_sample([frame for _, frame in frames] + ([sample] if sample is not None else []))

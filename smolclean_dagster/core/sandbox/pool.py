@@ -100,6 +100,12 @@ class Sandbox:
         program = prepare(code, module=module, entry=entry)
         return self._execute(program.source, program.entry, df, timeout_s=timeout_s, screened=True)[0]
 
+    def screen(self, code: str, *, entry: str | None = None, module: bool = False) -> None:
+        """Gate `code` now, in the calling thread, as a run of it would (raises GateRejected): runs of it from
+        other threads then reuse the verdict, and never parse code at the same time as this thread (Python's
+        parser is not safe to run in two threads at once: "AST constructor recursion depth mismatch")."""
+        prepare(code, module=module, entry=entry)
+
     def timed_run(self, code: str, df: pd.DataFrame, *, entry: str | None = None,
                   timeout_s: float = 10.0) -> tuple[pd.DataFrame, float]:
         """Like `run`, and also the CPU seconds the function itself took inside the sandbox (without starting
