@@ -42,7 +42,6 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
@@ -52,7 +51,7 @@ import pandas as pd
 from .detectors.boolean_spellings import SPELLINGS
 from .detectors import case_variants, number_format
 from .detectors.case_variants import KEEP_CELLS
-from .detectors.cells import DOMINANT_SHAPE, ColumnValues, is_null_token, normalise, shape
+from .detectors.cells import DOMINANT_SHAPE, WORD, ColumnValues, is_null_token, normalise, shape
 from .detectors.whitespace import is_free_text
 from .entities import contradicted
 from .validate import as_text, changed_cells
@@ -72,8 +71,6 @@ CONTRADICTED_SHARE = 0.2
 WHERE_VALUES = 50
 #: Before -> after pairs kept to show the reader.
 MAX_PAIRS = 10
-#: A word, for what free text keeps: two letters or digits or more in a row.
-WORD = re.compile(r"[^\W_]{2,}")
 
 @dataclass(frozen=True)
 class ValueCounts:
@@ -253,12 +250,7 @@ def estimate(before: pd.DataFrame, after: pd.DataFrame, counts: ValueCounts, *, 
         name, rows = str(column), diff.index[diff[column]]
         changed += len(rows)
         olds, news = b.loc[rows, column], a.loc[rows, column]
-        if len(rows) >= MIN_HARM_CELLS and counts.free_text(name):
-            spaced, shortened = _rewritten_text(olds, news, spacing=spacing)
-            if len(spaced) >= MIN_HARM_CELLS and len(spaced) > HARM_SHARE * len(rows):
-                respaced.append((name, len(spaced), len(rows), *spaced[0]))
-            if len(shortened) >= MIN_HARM_CELLS and len(shortened) > HARM_SHARE * len(rows):
-                cut.append((name, len(shortened), len(rows), *shortened[0]))
+        _free_text_harm(name, olds, news, counts, spacing, respaced, cut)
         if len(rows) >= MIN_HARM_CELLS and counts.rounded(name):
             stripped = [(old, new) for old, new in zip(olds, news) if _unit_stripped(old, new)]
             if len(stripped) >= MIN_HARM_CELLS and len(stripped) > HARM_SHARE * len(rows):
@@ -287,15 +279,21 @@ def text_harm(before: pd.DataFrame, after: pd.DataFrame, counts: ValueCounts, *,
     b, a = as_text(before).reset_index(drop=True), as_text(after).reset_index(drop=True)
     respaced, cut = [], []
     for column in diff.columns:
-        name, rows = str(column), diff.index[diff[column]]
-        if len(rows) < MIN_HARM_CELLS or not counts.free_text(name):
-            continue
-        spaced, shortened = _rewritten_text(b.loc[rows, column], a.loc[rows, column], spacing=spacing)
-        if len(spaced) >= MIN_HARM_CELLS and len(spaced) > HARM_SHARE * len(rows):
-            respaced.append((name, len(spaced), len(rows), *spaced[0]))
-        if len(shortened) >= MIN_HARM_CELLS and len(shortened) > HARM_SHARE * len(rows):
-            cut.append((name, len(shortened), len(rows), *shortened[0]))
+        rows = diff.index[diff[column]]
+        _free_text_harm(str(column), b.loc[rows, column], a.loc[rows, column], counts, spacing, respaced, cut)
     return Harm(changed=int(diff.to_numpy().sum()), respaced=tuple(respaced), cut=tuple(cut))
+
+
+def _free_text_harm(name: str, olds: pd.Series, news: pd.Series, counts: ValueCounts, spacing: bool,
+                    respaced: list, cut: list) -> None:
+    """Add to `respaced` and `cut` what one column's changes (`olds` -> `news`) do to free text, where most of
+    them (and `MIN_HARM_CELLS` or more) only respace it or cut words out of it."""
+    if len(olds) < MIN_HARM_CELLS or not counts.free_text(name):
+        return
+    spaced, shortened = _rewritten_text(olds, news, spacing=spacing)
+    for found, kind in ((spaced, respaced), (shortened, cut)):
+        if len(found) >= MIN_HARM_CELLS and len(found) > HARM_SHARE * len(olds):
+            kind.append((name, len(found), len(olds), *found[0]))
 
 
 def _rewritten_text(olds: pd.Series, news: pd.Series, *, spacing: bool) -> tuple[list, list]:

@@ -66,6 +66,9 @@ def value_shape(value: str) -> str:
 
 
 #: A shape (`shape`) is a column's dominant form when this share of its cells have it.
+#: A word, where what a value says is compared: two letters or digits or more in a row.
+WORD = re.compile(r"[^\W_]{2,}")
+
 DOMINANT_SHAPE = 0.6
 _DIGITS = re.compile(r"\d+")
 _UPPER = re.compile(r"[^\W\d_a-z]+")  # runs of letters that are not lower case ASCII (upper and foreign)

@@ -38,7 +38,7 @@ import pandas as pd
 from rapidfuzz.distance import OSA
 
 from ..findings import Finding
-from .cells import DOMINANT_SHAPE, NULL_TOKENS, shape, top_examples
+from .cells import DOMINANT_SHAPE, NULL_TOKENS, WORD, shape, top_examples
 
 KIND = "dependency_violations"
 
@@ -768,12 +768,10 @@ def _own_value(frame: pd.DataFrame, i: int, column: str, held: str, proposal: st
     """Whether the held value is built from the row's own cells: a word of it (2 characters or more) that the new
     value lacks is another cell of the row ("ak_pn-7" beside the state "ak", where the measure's usual value is
     "al_pn-7"). Such a value is the row's own, whatever the key's other rows hold."""
-    words = {w.casefold() for w in _WORD.findall(held)} - {w.casefold() for w in _WORD.findall(proposal)}
+    words = {w.casefold() for w in WORD.findall(held)} - {w.casefold() for w in WORD.findall(proposal)}
     return any(isinstance(v, str) and v.strip().casefold() in words
                for c, v in zip(frame.columns, frame.iloc[i].tolist()) if c != column)
 
-
-_WORD = re.compile(r"[^\W_]{2,}")
 
 
 def _lookup(codes: np.ndarray, uniques: np.ndarray, mapping: dict[str, str]) -> np.ndarray:
