@@ -114,13 +114,20 @@ def _seed_storage(home: Path) -> None:
         os.replace(partial, target)  # a storage file is whole or absent, never half-copied
 
 
+def _cache_folder() -> Path | None:
+    """smolclean's folder in the user's cache (XDG_CACHE_HOME, else ~/.cache), not made here; None without a home."""
+    try:
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "smolclean"
+    except RuntimeError:  # no home folder to keep a cache in
+        return None
+
+
 def _storage_template() -> Path | None:
     """The folder of the empty storage `_seed_storage` copies, made on first use; None where it cannot be made
     (then Dagster makes each instance's storage itself, as it always can)."""
     digest = hashlib.sha256(_DAGSTER_YAML.encode()).hexdigest()[:8]
-    try:
-        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "smolclean"
-    except RuntimeError:  # no home folder to keep a cache in
+    cache = _cache_folder()
+    if cache is None:
         return None
     template = cache / f"dagster-{dg.__version__}-{digest}"
     if all((template / name).is_file() for name in _STORAGE_FILES):
@@ -274,9 +281,8 @@ def _run_shard_template() -> Path | None:
     cannot be made."""
     from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 
-    try:
-        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "smolclean"
-    except RuntimeError:
+    cache = _cache_folder()
+    if cache is None:
         return None
     template = cache / f"dagster-{dg.__version__}-run-events.db"
     if template.is_file():

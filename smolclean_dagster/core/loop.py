@@ -305,6 +305,7 @@ def run_chunk(
         asks = serves if settings.items else ()
         twin = _twin_of(fn, registry) if fn.rule is None else None
         started = time.perf_counter()
+        outputs: list[tuple[pd.DataFrame, pd.DataFrame]] = []  # (rows, what it made of them as cleaned), once judged
         if twin is not None:
             verdict_reason, ok, evidence = twin, False, None
         else:
@@ -367,8 +368,6 @@ def run_chunk(
                 if problem:
                     verdict_reason, ok, evidence = problem, False, None
         named = fn
-        if not ok:
-            outputs = []
         if ok:
             entry = RegistryEntry(
                 function=fn,
