@@ -154,10 +154,13 @@ def chunk_functions_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDef
         plan = locate_chunk(store, context.partition_key)
         df = store.load_frame("raw_data", plan.drop)
         wave = plan.chunk(context.partition_key).wave
+        reference = plan.visible_rows(df, limit=REFERENCE_ROWS)
+        # one frame when the drop is small enough for both: the registry then cleans it once per step, not twice
+        sample = reference if len(reference) <= SAMPLE_ROWS else plan.visible_rows(df, limit=SAMPLE_ROWS)
         work = ChunkWork(
             dataset=s.name, drop=plan.drop, chunk_id=context.partition_key,
             rows=plan.chunk_rows(df, context.partition_key), holdout=plan.holdout_rows(df),
-            reference=plan.visible_rows(df, limit=REFERENCE_ROWS), sample=plan.visible_rows(df, limit=SAMPLE_ROWS),
+            reference=reference, sample=sample,
             hidden=frozenset(c.id for c in plan.chunks if c.wave == wave and c.reason and c.id != context.partition_key),
             why=plan.chunk(context.partition_key).reason,
         )

@@ -1,29 +1,29 @@
 """LLMClient: one chat completion through litellm, with retries, a rate limit, usage accounting and a cache.
 
-litellm reaches every provider with one call; it is imported only when a call is actually made (it takes
-seconds to import), with `LITELLM_LOCAL_MODEL_COST_MAP=True` set first unless the user chose otherwise,
-so importing it never fetches a price map over the network. Retries are tenacity's (litellm's own
+litellm reaches every provider with one call. It takes seconds to import, so a learning run has it imported in
+its model process (`core/model_process.py`, started when learning starts), which then makes the calls; a
+process without one imports it on its first call. Either way `LITELLM_LOCAL_MODEL_COST_MAP=True` is set
+first unless the user chose otherwise, so importing it never fetches a price map over the network. Retries are tenacity's (litellm's own
 `num_retries` needs tenacity anyway and does not tell us how many attempts it made), and litellm's and
 the OpenAI SDK's hidden retries are switched off so that every attempt is ours and counted.
 """
 
 from __future__ import annotations
 
-import contextlib
-import email.utils
 import logging
 import os
 import sys
 import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import AnalystError
+from ..model_process import RemoteAPIError, model_process, reply_of, retry_after, start_model_process, summary, \
+    transient_error
 from .base import Usage
 from .cache import CachedReply, ResponseCache
 
@@ -31,9 +31,6 @@ log = logging.getLogger("smolclean.analysts.client")
 
 #: Chat messages as litellm takes them: [{"role": "system" | "user", "content": "..."}].
 Messages = list[dict[str, str]]
-
-#: HTTP statuses worth another attempt: the request was fine, the server was not (yet).
-TRANSIENT_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 
 
 class LLMSettings(BaseModel):
@@ -166,34 +163,32 @@ class LLMClient:
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             log.debug("LLM reply for %s served from the cache (%s)", s.model, key[:12])
             return Completion(hit.text, hit.finish_reason, Usage(cached_calls=1), self.cache.path(key))
-        litellm = import_litellm()
+        process = model_process()  # makes the call when learning started one, else litellm is imported here
         attempts = 0
         started = time.perf_counter()
+        kwargs = dict(model=s.model, messages=messages, api_base=s.api_base, api_key=s.api_key, timeout=s.timeout_s,
+                      max_retries=0, num_retries=0, drop_params=True, **self._params())
 
-        def attempt() -> Any:
+        def attempt() -> dict[str, Any]:
             nonlocal attempts
             attempts += 1
             if self._limiter is not None:
                 self._limiter.wait()
-            return litellm.completion(
-                model=s.model, messages=messages, api_base=s.api_base, api_key=s.api_key, timeout=s.timeout_s,
-                max_retries=0, num_retries=0, drop_params=True, **self._params(),
-            )
+            if process is not None and (reply := process.complete(kwargs, s.timeout_s)) is not None:
+                return reply
+            litellm = import_litellm()
+            return reply_of(litellm, litellm.completion(**kwargs))
 
         try:
-            response = self._retrying()(attempt)
+            reply = self._retrying()(attempt)
         except Exception as exc:
             error = self._error(exc, attempts)
             if error is exc:
                 raise
             raise error from exc
         latency = time.perf_counter() - started  # what the step waited: retries and backoff included
-        choice = response.choices[0]
-        text = choice.message.content or ""
-        counts = getattr(response, "usage", None)
-        prompt_tokens = int(getattr(counts, "prompt_tokens", 0) or 0)
-        completion_tokens = int(getattr(counts, "completion_tokens", 0) or 0)
-        cost = _cost(litellm, response)
+        text, finish_reason = reply["text"], reply["finish_reason"]
+        prompt_tokens, completion_tokens, cost = reply["prompt_tokens"], reply["completion_tokens"], reply["cost_usd"]
         usage = Usage(
             calls=1, attempts=attempts, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
             cost_usd=cost, latency_s=round(latency, 4),
@@ -205,10 +200,10 @@ class LLMClient:
         transcript = None
         if self.cache is not None:
             transcript = self.cache.put(CachedReply(
-                key=key, request=request, text=text, finish_reason=choice.finish_reason,
+                key=key, request=request, text=text, finish_reason=finish_reason,
                 prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost,
             ))
-        return Completion(text, choice.finish_reason, usage, transcript)
+        return Completion(text, finish_reason, usage, transcript)
 
     def _params(self) -> dict[str, Any]:
         """The parameters that shape the reply (part of the cache key)."""
@@ -234,26 +229,33 @@ class LLMClient:
         exc = state.outcome.exception() if state.outcome else None
         log.warning(
             "LLM call to %s failed (%s); attempt %d of %d, next in %.2f s", self.settings.model,
-            _summary(exc), state.attempt_number, self.settings.max_attempts, state.next_action.sleep,
+            summary(exc), state.attempt_number, self.settings.max_attempts, state.next_action.sleep,
         )
 
     def _error(self, exc: Exception, attempts: int) -> Exception:
         """The AnalystError telling the user what to check, or `exc` itself when it is not an API error."""
-        import openai  # installed with litellm, whose exceptions derive from openai's
+        if isinstance(exc, RemoteAPIError):  # raised in the model process, described here
+            if not exc.api:
+                return exc  # our own bug: raise it as it is
+            authentication, context_window = exc.authentication, exc.context_window
+        else:
+            import openai  # installed with litellm, whose exceptions derive from openai's
 
-        if not isinstance(exc, openai.OpenAIError):
-            return exc  # our own bug: raise it as it is
+            if not isinstance(exc, openai.OpenAIError):
+                return exc  # our own bug: raise it as it is
+            authentication = isinstance(exc, openai.AuthenticationError)
+            context_window = isinstance(exc, import_litellm().ContextWindowExceededError)
         s = self.settings
         where = f"model {s.model!r}" + (f" at {s.api_base}" if s.api_base else "")
         status = getattr(exc, "status_code", None)
-        said = _summary(exc)
+        said = summary(exc)
         if is_transient(exc):
             return AnalystError(
                 f"the LLM call to {where} failed {attempts} time(s), last with {said}; check that the server is "
                 "up and reachable at the setting 'api_base' (SMOLCLEAN_API_BASE, --api-base), or allow more with "
                 "the settings 'llm_max_attempts' / 'llm_timeout_s'"
             )
-        if status == 401 or isinstance(exc, openai.AuthenticationError):
+        if status == 401 or authentication:
             return AnalystError(
                 f"the LLM server refused the API key for {where} ({said}); check the setting 'api_key' "
                 "(SMOLCLEAN_API_KEY, --api-key)"
@@ -271,7 +273,7 @@ class LLMClient:
                 f"the setting 'model' ({s.model!r}, SMOLCLEAN_MODEL, --model) names no provider litellm knows; "
                 "write it as PROVIDER/MODEL, e.g. 'openai/gpt-4o-mini' (also for OpenAI-compatible servers)"
             )
-        if isinstance(exc, import_litellm().ContextWindowExceededError):
+        if context_window:
             return AnalystError(
                 f"the prompt is too long for {where} ({said}); lower the dataset's chunk_size"
             )
@@ -288,24 +290,13 @@ def use_local_price_map() -> None:
 
 
 def prefetch_litellm() -> None:
-    """Import litellm in a background thread, once per process: its import takes seconds, which the drop's
-    reading and the rules' steps now cover instead of the first call (a later `import_litellm` waits for it)."""
-    with _PREFETCH_LOCK:
-        if _PREFETCHED or "litellm" in sys.modules:
-            return
-        _PREFETCHED.append(True)
-    threading.Thread(target=_import_quietly, name="smolclean-litellm-import", daemon=True).start()
-
-
-def _import_quietly() -> None:
-    with contextlib.suppress(Exception):  # a missing litellm is reported by the call that needs it
-        import_litellm()
-        # the OpenAI client litellm calls through imports its resources' hundreds of modules on first use
-        import openai.resources  # noqa: F401
-
-
-_PREFETCH_LOCK = threading.Lock()
-_PREFETCHED: list[bool] = []
+    """Have litellm imported for this process's calls while it does other work: in its model process, started
+    here once (`core/model_process.py`). A process that already imported litellm (a chunk worker forked with it
+    loaded) makes its calls itself."""
+    if "litellm" in sys.modules:
+        return
+    use_local_price_map()
+    start_model_process()
 
 
 def import_litellm() -> Any:
@@ -323,12 +314,11 @@ def import_litellm() -> Any:
 
 def is_transient(exc: BaseException) -> bool:
     """Whether another attempt may succeed: timeouts, lost connections, 429 and 5xx."""
+    if isinstance(exc, RemoteAPIError):
+        return exc.transient
     import openai
 
-    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError)):
-        return True
-    status = getattr(exc, "status_code", None)
-    return isinstance(exc, openai.OpenAIError) and status in TRANSIENT_STATUSES
+    return transient_error(exc, openai)
 
 
 class _WaitRetryAfter:
@@ -341,43 +331,3 @@ class _WaitRetryAfter:
         exc = state.outcome.exception() if state.outcome else None
         after = retry_after(exc) if exc is not None else None
         return min(after, self.cap) if after is not None else self.fallback(state)
-
-
-def retry_after(exc: BaseException) -> float | None:
-    """Seconds the server asked us to wait (`retry-after-ms` or `Retry-After`, seconds or an HTTP date)."""
-    headers = getattr(exc, "litellm_response_headers", None) or getattr(getattr(exc, "response", None), "headers", None)
-    if not headers:
-        return None
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) / scale)
-        except ValueError:
-            try:
-                when = email.utils.parsedate_to_datetime(value)
-            except (TypeError, ValueError):
-                return None
-            if when.tzinfo is None:
-                when = when.replace(tzinfo=timezone.utc)
-            return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
-    return None
-
-
-def _cost(litellm: Any, response: Any) -> float:
-    """The call's cost in USD when litellm knows the model's price, else 0."""
-    try:
-        return float(litellm.completion_cost(completion_response=response) or 0.0)
-    except Exception:  # litellm raises assorted types (ModelNotMappedError, ValueError...) for unpriced models
-        return 0.0
-
-
-def _summary(exc: BaseException | None) -> str:
-    if exc is None:
-        return "no error"
-    status = getattr(exc, "status_code", None)
-    message = " ".join(str(getattr(exc, "message", None) or exc).split())
-    if len(message) > 300:
-        message = message[:300] + "..."
-    return f"{type(exc).__name__}" + (f" {status}" if status else "") + f": {message}"
