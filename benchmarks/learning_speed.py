@@ -458,25 +458,26 @@ def report(results: dict) -> str:
                               "own s / call", "each call's s", "median s per call", "after last answer s",
                               "CPU s (tree)", "load 1 min before -> after", "recorded run: median s per call"], rows)
                      + "".join(f"\n{n}" for n in notes)
-                     + (f"\nimporting the model client (litellm and the OpenAI client's resources) in a fresh Python, "
-                        f"after pandas and Dagster: {results['client_import_s']['cpu_s']:.2f} s of CPU, "
-                        f"{results['client_import_s']['wall_s']:.2f} s (median of {results['client_import_s']['runs']}); "
-                        "the first call waits for it" if results.get("client_import_s") else "")
+                     + (f"\nimporting the model client (litellm and the OpenAI client's resources) "
+                        f"in the model process: {results['client_import_s']['cpu_s']:.2f} s of CPU, "
+                        f"{results['client_import_s']['wall_s']:.2f} s (median of {results['client_import_s']['runs']}), "
+                        "beside the learning's own start; the first call waits for what is left of it"
+                        if results.get("client_import_s") else "")
                      + f"\ntarget: median <= {TARGETS['own_s_per_call_median']:g} s of the tool's own time per call")
     return "\n\n".join(parts)
 
 
 #: What a learning with a model imports before its first call, beyond what a rules learning imports: the model
-#: client and the OpenAI client's resources it calls through (core/analysts/client.py `prefetch_litellm`).
+#: client and the OpenAI client's resources it calls through, imported in the model process that learning starts
+#: at once (core/model_process.py), a fresh Python that imports nothing else.
 CLIENT_IMPORT = ("import os, time; os.environ.setdefault('LITELLM_LOCAL_MODEL_COST_MAP', 'True'); "
-                 "import pandas, dagster; t = time.process_time(); w = time.perf_counter(); "
+                 "t = time.process_time(); w = time.perf_counter(); "
                  "import litellm, openai.resources; print(time.process_time() - t, time.perf_counter() - w)")
 
 
 def client_import_seconds(runs: int = 3) -> dict:
-    """CPU and wall seconds a fresh Python takes to import the model client (after pandas and Dagster, which
-    every learning imports anyway), median of `runs`: part of every cold learning's first gap, wherever it is
-    imported, since the first call needs it."""
+    """CPU and wall seconds a fresh Python takes to import the model client, median of `runs`: what the model
+    process does while the learning process starts on another core; the first call waits for what is left."""
     cpu, wall = [], []
     for _ in range(runs):
         out = subprocess.run([sys.executable, "-c", CLIENT_IMPORT], capture_output=True, text=True, timeout=120,

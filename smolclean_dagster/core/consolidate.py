@@ -300,7 +300,7 @@ def _run(registry: Registry, rows: pd.DataFrame, runner: CodeRunner, timeout_s: 
     which cleans the same: `clean` applies them one after another."""
     out = rows.reset_index(drop=True)
     for part in _parts(registry):
-        out = runner.run(render_module(part), out, entry="clean", module=True, timeout_s=timeout_s)
+        out = runner.run(render_module(part, with_main=False), out, entry="clean", module=True, timeout_s=timeout_s)
     return out
 
 

@@ -438,8 +438,8 @@ def keep_what_labels_allow(registry: Registry, labels: list[Labels], runner: Cod
         rows = label.raw_rows()
         gone = {d.name for d in dropped}
         kept = tuple(e for e in registry.entries if e.function.name not in gone)
-        whole = runner.run(render_module(registry.model_copy(update={"entries": kept})), rows, entry="clean",
-                           module=True, timeout_s=timeout_s)
+        module = render_module(registry.model_copy(update={"entries": kept}), with_main=False)
+        whole = runner.run(module, rows, entry="clean", module=True, timeout_s=timeout_s)
         if len(whole) == len(rows) and not label.broken_by(rows, whole):
             continue
         for entry in kept:

@@ -36,7 +36,7 @@ from .sandbox import GateRejected, SandboxCrashed, SandboxError, SandboxTimeout,
 from .steps import FinalStep, ProposalStep, Step, VerdictStep
 from . import harm, queries
 from .entities import entity_keys
-from .validate import CodeRunner, changed_cells, check_candidate, frames_equal
+from .validate import CodeRunner, changed_cells, check_candidate, frames_equal, texts_kept
 
 log = logging.getLogger("smolclean.loop")
 
@@ -110,7 +110,9 @@ def clean_with(registry: Registry, df: pd.DataFrame, runner: CodeRunner, *, time
             done, start = len(before), cleaned
     rest = registry if not done else registry.model_copy(update={"entries": registry.entries[done:]})
     try:
-        cleaned = runner.run(render_module(rest), start, entry="clean", module=True, timeout_s=timeout_s)
+        # what the sandbox runs of a module: its `__main__` block (the file reader) is never run there
+        cleaned = runner.run(render_module(rest, with_main=False), start, entry="clean", module=True,
+                             timeout_s=timeout_s)
     except MODEL_FAULTS as exc:
         raise SmolcleanError(
             f"the registry of {registry.dataset!r} (version {registry.version}) fails on new rows: {exc}; "
@@ -487,6 +489,7 @@ def _kept_as_labelled(fn: CleaningFunction, broken: list[Broken], labels: Labels
         return None
 
 
+@texts_kept()  # the held-out rows and their outputs are compared more than once
 def _harm_or_conflict(fn: CleaningFunction, registry: Registry, holdout: pd.DataFrame, reference: pd.DataFrame | None,
                       cleaned: pd.DataFrame | None, runner: CodeRunner, settings: LoopSettings, *,
                       asked: bool = False, after: pd.DataFrame | None = None,
@@ -524,7 +527,7 @@ def _harm_or_conflict(fn: CleaningFunction, registry: Registry, holdout: pd.Data
     from .export import render_module
 
     try:
-        once = runner.run(render_module(with_it), after, entry="clean", module=True, timeout_s=30.0)
+        once = runner.run(render_module(with_it, with_main=False), after, entry="clean", module=True, timeout_s=30.0)
     except GateRejected as exc:
         return f"the module with it cannot be exported: {exc}"
     if not frames_equal(after, once):

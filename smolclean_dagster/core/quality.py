@@ -280,7 +280,7 @@ def keep_what_agrees(registry: Registry, drops: dict[str, pd.DataFrame], runner:
             continue
         rows = rows.reset_index(drop=True)
         trial = registry.model_copy(update={"entries": kept})
-        once = runner.run(render_module(trial), rows, entry="clean", module=True, timeout_s=timeout_s)
+        once = runner.run(render_module(trial, with_main=False), rows, entry="clean", module=True, timeout_s=timeout_s)
         if len(once) != len(rows) or not harm.contradictions(rows, once.reset_index(drop=True), keys):
             continue
         for entry in kept:

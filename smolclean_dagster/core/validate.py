@@ -5,8 +5,10 @@ Every check runs the code in the sandbox; a failed check is a reason the model (
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -66,8 +68,35 @@ class Verdict:
     outputs: tuple[tuple[pd.DataFrame, pd.DataFrame], ...] = field(default=(), compare=False, repr=False)
 
 
+@contextlib.contextmanager
+def texts_kept() -> Iterator[None]:
+    """Within it (in this thread), `as_text` converts each frame once, kept by identity and held meanwhile: for
+    the checks of one candidate, which compare the same few frames many times and change none of them."""
+    outer = getattr(_KEPT, "texts", None)
+    if outer is None:
+        _KEPT.texts = {}
+    try:
+        yield
+    finally:
+        if outer is None:
+            _KEPT.texts = None
+
+
+_KEPT = threading.local()
+
+
 def as_text(df: pd.DataFrame) -> pd.DataFrame:
     """The frame with every cell as text or None, so frames of any dtype compare cell by cell."""
+    kept = getattr(_KEPT, "texts", None)
+    if kept is None:
+        return _as_text(df)
+    hit = kept.get(id(df))
+    if hit is None or hit[0] is not df:
+        hit = kept[id(df)] = (df, _as_text(df))
+    return hit[1].copy(deep=False)  # copy-on-write: a caller's change stays its own
+
+
+def _as_text(df: pd.DataFrame) -> pd.DataFrame:
     out = {}
     for j in range(df.shape[1]):
         column = df.iloc[:, j]
@@ -90,8 +119,8 @@ def _scalar_text(v: object) -> str:
 def changed_cells(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     """A boolean frame over the columns both share: True where the cell's text differs."""
     cols = [c for c in before.columns if c in after.columns]
-    b = as_text(before[cols]).to_numpy(dtype=object)
-    a = as_text(after[cols]).to_numpy(dtype=object)
+    b = _columns(as_text(before), cols).to_numpy(dtype=object)
+    a = _columns(as_text(after), cols).to_numpy(dtype=object)
     # text or None in every cell: `!=` tells two texts apart, a text from None, and None from None not
     if b.shape != a.shape:
         raise ValueError(f"cannot compare {len(before)} rows with {len(after)} cell by cell")
@@ -115,9 +144,13 @@ def output_changes(before: pd.DataFrame, after: pd.DataFrame, text_rows: bool | 
     if not text.any():
         return diff
     cols = list(diff.columns)
-    b, a = as_text(before[cols]).to_numpy(dtype=object), as_text(after[cols]).to_numpy(dtype=object)
+    b, a = _columns(as_text(before), cols).to_numpy(dtype=object), _columns(as_text(after), cols).to_numpy(dtype=object)
     both_empty = (pd.isna(b) | (b == "")) & (pd.isna(a) | (a == ""))
     return diff & ~(both_empty & (text.reshape(-1, 1) if text.ndim else text))
+
+
+def _columns(text: pd.DataFrame, cols: list) -> pd.DataFrame:
+    return text if list(text.columns) == cols else text[cols]
 
 
 def frames_equal(left: pd.DataFrame, right: pd.DataFrame) -> bool:
@@ -148,7 +181,7 @@ def check_candidate(
     Sandbox errors propagate to the caller (they are rejections with their own message); failed checks come
     back as a rejected Verdict.
     """
-    with _RunsAhead(runner) as ahead:
+    with _RunsAhead(runner) as ahead, texts_kept():
         return _checked(fn, chunk, holdout, runner, ahead, timeout_s=timeout_s, allow_row_drops=allow_row_drops,
                         sample=sample, asks=asks, require_change=require_change)
 
