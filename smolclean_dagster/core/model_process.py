@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 from datetime import datetime, timezone
-from typing import IO, Any
+from typing import IO, Any, Callable
 
 log = logging.getLogger("smolclean.analysts.model_process")
 
@@ -68,10 +68,11 @@ class ModelProcess:
         self._ready: bool | None = None  # unknown until the child says so (after its import)
         self.gone = False
 
-    def complete(self, kwargs: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
+    def complete(self, kwargs: dict[str, Any], timeout_s: float,
+                 sent: Callable[[], object] | None = None) -> dict[str, Any] | None:
         """litellm's reply to `litellm.completion(**kwargs)` as a dict (text, finish_reason, tokens, cost), or
         None when the process cannot make calls (then the caller makes it itself). Raises RemoteAPIError with
-        the call's error."""
+        the call's error. `sent` is called once the request is on its way (the child has imported litellm)."""
         try:
             line = json.dumps({"kwargs": kwargs}) + "\n"
         except (TypeError, ValueError):
@@ -92,6 +93,8 @@ class ModelProcess:
             except OSError as exc:
                 self._stop(f"its pipe is closed ({exc})")
                 return None
+            if sent is not None:
+                sent()
             reply = self._read(timeout_s + _GRACE_S)
             if reply is None:
                 self._stop("it gave no answer")

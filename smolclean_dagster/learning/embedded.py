@@ -17,6 +17,7 @@ import os
 import shutil
 import signal
 import threading
+import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -29,7 +30,7 @@ import dagster as dg
 
 from ..assets import LLM_POOL
 from ..cleaning.drop_runs import LEARNED_FROM_TAG
-from ..core.analysts.client import prefetch_litellm, use_local_price_map
+from ..core.analysts.client import AWAITING_REPLY, prefetch_litellm, use_local_price_map
 from ..core.drops import drop_format, drop_key, read_drop
 from ..core.errors import DropReadError, LabelError, SmolcleanError
 from ..core.export import module_filename
@@ -347,10 +348,30 @@ class _ChunkPool:
 
 
 def _warm_up_workers(settings: DatasetSettings) -> None:
-    """Start the fork server now, so that its imports run while this process opens the instance, reads the drop
-    and plans the chunks, on another core, instead of only once the first parallel wave needs workers."""
-    if _worker_context(settings).get_start_method() == "forkserver":
+    """Start the fork server before the first parallel wave needs workers, so that its imports (seconds of CPU)
+    run while the cores are otherwise idle: offline, now, on the core this process leaves while it opens the
+    instance, reads the drop and plans the chunks; with a model, once a reply is slow to come (the model process
+    takes that core at first, importing litellm, and this process works between replies). With replies that
+    come at once, it starts when the first parallel wave needs it."""
+    if _worker_context(settings).get_start_method() != "forkserver":
+        return
+    if settings.analyst_kind == "rules":
         multiprocessing.forkserver.ensure_running()
+        return
+
+    def when_idle() -> None:
+        while True:
+            AWAITING_REPLY.wait()
+            time.sleep(_IDLE_AFTER_S)
+            if AWAITING_REPLY.is_set():
+                multiprocessing.forkserver.ensure_running()
+                return
+
+    threading.Thread(target=when_idle, name="smolclean-fork-server-start", daemon=True).start()
+
+
+#: Seconds a model's reply is awaited before the cores count as idle for start-up work.
+_IDLE_AFTER_S = 0.5
 
 
 def _worker_context(settings: DatasetSettings) -> multiprocessing.context.BaseContext:

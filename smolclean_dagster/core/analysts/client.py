@@ -134,6 +134,12 @@ def _limiter(settings: LLMSettings) -> RateLimiter | None:
         return _limiters.setdefault(key, RateLimiter(settings.rpm))
 
 
+#: Set while this process waits for a model's reply, from the request's sending on (not while litellm is
+#: imported, nor for a cached reply): background start-up work runs then, when the cores are idle
+#: (`learning.embedded`).
+AWAITING_REPLY = threading.Event()
+
+
 class LLMClient:
     """Chat completions from one model, through litellm.
 
@@ -174,9 +180,10 @@ class LLMClient:
             attempts += 1
             if self._limiter is not None:
                 self._limiter.wait()
-            if process is not None and (reply := process.complete(kwargs, s.timeout_s)) is not None:
+            if process is not None and (reply := process.complete(kwargs, s.timeout_s, sent=AWAITING_REPLY.set)):
                 return reply
             litellm = import_litellm()
+            AWAITING_REPLY.set()
             return reply_of(litellm, litellm.completion(**kwargs))
 
         try:
@@ -186,6 +193,8 @@ class LLMClient:
             if error is exc:
                 raise
             raise error from exc
+        finally:
+            AWAITING_REPLY.clear()
         latency = time.perf_counter() - started  # what the step waited: retries and backoff included
         text, finish_reason = reply["text"], reply["finish_reason"]
         prompt_tokens, completion_tokens, cost = reply["prompt_tokens"], reply["completion_tokens"], reply["cost_usd"]
