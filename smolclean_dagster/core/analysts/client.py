@@ -3,9 +3,10 @@
 litellm reaches every provider with one call. It takes seconds to import, so a learning run has it imported in
 its model process (`core/model_process.py`, started when learning starts), which then makes the calls; a
 process without one imports it on its first call. Either way `LITELLM_LOCAL_MODEL_COST_MAP=True` is set
-first unless the user chose otherwise, so importing it never fetches a price map over the network. Retries are tenacity's (litellm's own
-`num_retries` needs tenacity anyway and does not tell us how many attempts it made), and litellm's and
-the OpenAI SDK's hidden retries are switched off so that every attempt is ours and counted.
+first unless the user chose otherwise, so importing it never fetches a price map over the network. Retries
+are tenacity's (litellm's own `num_retries` needs tenacity anyway and does not tell us how many attempts it
+made), and litellm's and the OpenAI SDK's hidden retries are switched off so that every attempt is ours and
+counted.
 """
 
 from __future__ import annotations
