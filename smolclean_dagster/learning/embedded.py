@@ -359,19 +359,27 @@ def _warm_up_workers(settings: DatasetSettings) -> None:
         multiprocessing.forkserver.ensure_running()
         return
 
-    def when_idle() -> None:
-        while True:
-            AWAITING_REPLY.wait()
-            time.sleep(_IDLE_AFTER_S)
-            if AWAITING_REPLY.is_set():
-                multiprocessing.forkserver.ensure_running()
-                return
+    with _IDLE_WAITER_LOCK:  # one waiter per process, as the fork server is one per process
+        if _IDLE_WAITER:
+            return
+        _IDLE_WAITER.append(threading.Thread(target=_start_fork_server_when_idle, name="smolclean-fork-server-start",
+                                             daemon=True))
+    _IDLE_WAITER[0].start()
 
-    threading.Thread(target=when_idle, name="smolclean-fork-server-start", daemon=True).start()
+
+def _start_fork_server_when_idle() -> None:
+    while True:
+        AWAITING_REPLY.wait()
+        time.sleep(_IDLE_AFTER_S)
+        if AWAITING_REPLY.is_set():
+            multiprocessing.forkserver.ensure_running()
+            return
 
 
 #: Seconds a model's reply is awaited before the cores count as idle for start-up work.
 _IDLE_AFTER_S = 0.5
+_IDLE_WAITER: list[threading.Thread] = []
+_IDLE_WAITER_LOCK = threading.Lock()
 
 
 def _worker_context(settings: DatasetSettings) -> multiprocessing.context.BaseContext:

@@ -65,10 +65,10 @@ def value_shape(value: str) -> str:
     return "".join("9" if c.isdigit() else ("A" if c.isupper() else "a") if c.isalpha() else c for c in shape)
 
 
-#: A shape (`shape`) is a column's dominant form when this share of its cells have it.
 #: A word, where what a value says is compared: two letters or digits or more in a row.
 WORD = re.compile(r"[^\W_]{2,}")
 
+#: A shape (`shape`) is a column's dominant form when this share of its cells have it.
 DOMINANT_SHAPE = 0.6
 _DIGITS = re.compile(r"\d+")
 _UPPER = re.compile(r"[^\W\d_a-z]+")  # runs of letters that are not lower case ASCII (upper and foreign)

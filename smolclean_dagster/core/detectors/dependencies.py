@@ -773,7 +773,6 @@ def _own_value(frame: pd.DataFrame, i: int, column: str, held: str, proposal: st
                for c, v in zip(frame.columns, frame.iloc[i].tolist()) if c != column)
 
 
-
 def _lookup(codes: np.ndarray, uniques: np.ndarray, mapping: dict[str, str]) -> np.ndarray:
     """Per row, `mapping`'s value for the row's code among `uniques` (None for code -1 and keys it lacks)."""
     return np.array([mapping.get(u) for u in uniques] + [None], dtype=object)[codes]
