@@ -14,6 +14,7 @@ from smolclean_dagster.core.analysts import rules
 from smolclean_dagster.core.analysts.rules import RulesAnalyst
 from smolclean_dagster.core.detectors import dependencies
 from smolclean_dagster.core.drop_counts import drop_counts, with_drop
+from smolclean_dagster.core.labels import pick_rows
 from smolclean_dagster.core.sandbox.gate import check_function
 
 
@@ -393,6 +394,20 @@ def train_reports(trains: int = 60, seed: int = 5) -> tuple[pd.DataFrame, dict[s
                          "arr": fed if rng.random() < 0.85 else f"{hour}:{rng.integers(0, 60):02d} p.m."})
         truth[train] = right
     return pd.DataFrame(rows, dtype=object), truth
+
+
+def test_rows_to_label_in_a_table_of_sources_reports_hold_as_many_entities_as_rows():
+    # A person's value for one train shows which of its eleven sources report it right; a second row of the same
+    # train shows little more. Three trains' reports are written every which way, so their rows hold the most
+    # kinds of dirt: they are labelled once each, not three times.
+    reports, right = train_reports()
+    odd = reports["train"].isin(["RX-300", "RX-301", "RX-302"])
+    forms = ["Not Available", " {} ", "{}  ", "{} (Estimated)", "{}*", "--", "{} ET", "n/a"]
+    reports.loc[odd, "arr"] = [forms[i % len(forms)].format(v) for i, v in enumerate(reports.loc[odd, "arr"])]
+    assert dependencies.reporting_sources(reports) == {"train": "src"}
+    picked = reports.iloc[pick_rows(reports, 20)]
+    assert picked["train"].nunique() == 20
+    assert {"RX-300", "RX-301", "RX-302"} <= set(picked["train"]), "the rows holding the most dirt are still taken"
 
 
 def test_where_weighed_votes_settle_too_few_labelled_trains_the_clear_votes_still_repair_right():

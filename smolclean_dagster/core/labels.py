@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from . import date_layouts
+from .detectors import dependencies
 from .detectors.cells import NULL_TOKENS, normalise, value_shape
 from .drops import drop_format, is_text_drop, read_drop
 from .export import render_module
@@ -283,7 +284,10 @@ def _distance(candidates: np.ndarray, chosen: list[int], position: np.ndarray) -
 
 def _suspicions(drop: pd.DataFrame) -> tuple[list[set[tuple[str, str]]], dict[tuple[str, str], float]]:
     """Per row, the (column, suspicion) pairs it holds, and what each is worth: a kind of dirt in a column 1, each
-    of a column's rare values its share of them (a column's rare values together are worth one kind)."""
+    of a column's rare values its share of them (a column's rare values together are worth one kind). Where each
+    row is one source's report on an entity (a flight as a website reports it), an entity no row picked holds is
+    worth a kind of dirt in every column the sources report: its person's values show which sources report each
+    column right (`dependencies.learn`), and a second row of it shows little more."""
     out: list[set[tuple[str, str]]] = [set() for _ in range(len(drop))]
     weight: dict[tuple[str, str], float] = {}
     sample = drop if len(drop) <= SUSPECT_ROWS else drop.iloc[np.linspace(0, len(drop) - 1, SUSPECT_ROWS).astype(int)]
@@ -322,6 +326,12 @@ def _suspicions(drop: pd.DataFrame) -> tuple[list[set[tuple[str, str]]], dict[tu
         if kinds_of:
             for i in np.flatnonzero(np.isin(codes, list(kinds_of))):
                 out[i].update((column, kind) for kind in kinds_of[codes[i]])
+    for entity, source in dependencies.reporting_sources(drop).items():
+        reported = len(drop.columns) - 2  # the columns the sources report (all but the entity and the source)
+        for i, key in enumerate(dependencies.cell_keys(drop[entity]).tolist()):
+            if isinstance(key, str):
+                out[i].add((entity, f"entity {key!r}"))
+                weight[(entity, f"entity {key!r}")] = float(reported)
     return out, weight
 
 

@@ -199,23 +199,7 @@ def learn(frame: pd.DataFrame, truth: pd.DataFrame | None = None) -> Dependencie
         >>> [(d.determinant, d.dependent, d.mapping) for d in learn(df).dependencies]
         [('zip', 'city', {'35233': 'birmingham', '99501': 'anchorage'})]
     """
-    frame = frame.loc[:, ~frame.columns.duplicated()]
-    columns = [str(c) for c in frame.columns]
-    keys = {c: cell_keys(frame[c]) for c in frame.columns}
-    codes, values = {}, {}
-    for name, c in zip(columns, frame.columns):
-        codes[name], values[name] = pd.factorize(keys[c])
-    determinants = [c for c in columns if _repeats(codes[c], len(values[c]))]
-    entities = [c for c in determinants if _identifies(codes[c], len(values[c])) and not _measures(values[c])]
-
-    plain: dict[str, list[Dependency]] = {}
-    for b in columns:
-        for a in entities:
-            if a != b and (dep := _dependency(a, b, codes, values)) is not None:
-                plain.setdefault(b, []).append(dep)
-    shared = _shared_keys(plain, codes)
-    plain = {b: kept for b, deps in plain.items() if (kept := [d for d in deps if (d.determinant, b) not in shared])}
-    entities = _entities([c for c in determinants if c not in {a for a, _ in shared}], codes, values, plain)
+    columns, codes, values, plain, entities = _structure(frame)
     found: list[Dependency] = []
     protected = sorted({c for pair in entities.items() for c in pair})
     weights = {a: _source_weights(a, source, columns, codes, values) for a, source in entities.items()}
@@ -244,6 +228,40 @@ def learn(frame: pd.DataFrame, truth: pd.DataFrame | None = None) -> Dependencie
     numeric = tuple(b for b in dict.fromkeys(d.dependent for d in repairing) if _numbers(values[b]))
     return Dependencies(tuple(_bounded(repairing)), tuple(conditions), tuple(protected),
                         tuple(_bounded(witnesses, MAX_TABLE_ENTRIES // 2)), numeric)
+
+
+def reporting_sources(frame: pd.DataFrame) -> dict[str, str]:
+    """Entity column -> source column, where every row of `frame` is one source's report on one entity (a flight as
+    a website reports it): the entities whose values the sources vote on (`learn`).
+
+    Example:
+        >>> df = pd.DataFrame({"flight": [f"F{i // 4}" for i in range(40)], "src": list("abcd") * 10,
+        ...                    "dep": [f"{8 + i // 4}:0{i % 3}" for i in range(40)]})
+        >>> reporting_sources(df)
+        {'flight': 'src'}
+    """
+    return _structure(frame)[4]
+
+
+def _structure(frame: pd.DataFrame):
+    """The columns of `frame` (text, duplicates dropped), each column's codes and distinct values (`cell_keys`),
+    the plain dependencies on its entity columns, and its reporting entities (entity column -> source column)."""
+    frame = frame.loc[:, ~frame.columns.duplicated()]
+    columns = [str(c) for c in frame.columns]
+    codes, values = {}, {}
+    for name, c in zip(columns, frame.columns):
+        codes[name], values[name] = pd.factorize(cell_keys(frame[c]))
+    determinants = [c for c in columns if _repeats(codes[c], len(values[c]))]
+    entities = [c for c in determinants if _identifies(codes[c], len(values[c])) and not _measures(values[c])]
+    plain: dict[str, list[Dependency]] = {}
+    for b in columns:
+        for a in entities:
+            if a != b and (dep := _dependency(a, b, codes, values)) is not None:
+                plain.setdefault(b, []).append(dep)
+    shared = _shared_keys(plain, codes)
+    plain = {b: kept for b, deps in plain.items() if (kept := [d for d in deps if (d.determinant, b) not in shared])}
+    reporting = _entities([c for c in determinants if c not in {a for a, _ in shared}], codes, values, plain)
+    return columns, codes, values, plain, reporting
 
 
 def _bounded(found: list[Dependency], limit: int = MAX_TABLE_ENTRIES) -> list[Dependency]:
