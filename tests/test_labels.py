@@ -278,6 +278,39 @@ def test_a_rule_that_breaks_a_label_stays_with_that_value_as_written_and_makes_i
     assert (cleaned["city"] == confirmed).sum() == (raw["city"] == confirmed).sum() >= 1
 
 
+def test_a_rule_that_breaks_a_label_is_offered_to_the_model_with_that_value_as_written_and_adopted_so(tmp_path):
+    # The same person: one city's leading space confirmed, the others' stripped. A model reads what each
+    # ready-made function does to those rows; offered as it is, the space rule "breaks 1 labelled cell" and a
+    # careful model declines it, though the rules would keep it with that value as written. It is offered so.
+    drop = products(tmp_path / "products.csv")
+    sample = label_sample(drop, tmp_path / "to_label.csv")
+    spaced = list(sample.index[sample["city"].str.startswith(" ")])
+    confirmed = sample.loc[spaced[0], "city"]
+    path = corrected(sample.loc[spaced], tmp_path / "corrected.csv",
+                     lambda row: row.update(city=row["city"] if row["city"] == confirmed else row["city"].strip()))
+    offers: list[str] = []
+
+    def respond(request):
+        ready_made = request.prompt.partition("## Ready-made functions you may adopt")[2].split("\n## ")[0]
+        lines = [line for line in ready_made.splitlines() if line.startswith("- `strip_whitespace")]
+        offers.extend(lines)
+        safe = [line for line in lines if "breaks no labelled cell" in line]
+        if safe:
+            name = safe[0].split("`")[1]
+            return reply(f"<issues>\n- city: stray spaces\n</issues>\n<adopt>{name}</adopt>\n"
+                         "<status>needs_more_work</status>")
+        return reply("<issues>\n</issues>\n<status>clean</status>")
+
+    with ScriptedLLM(responder=respond) as llm:
+        env = {**os.environ, "SMOLCLEAN_MODEL": "openai/test-model", "SMOLCLEAN_API_BASE": llm.api_base,
+               "SMOLCLEAN_API_KEY": "test-key"}
+        done = learn(drop, tmp_path / "w", "--labels", str(path), "--analyst", "hybrid", env=env)
+        assert done.returncode == 0, done.stderr
+    assert offers and "breaks no labelled cell" in offers[0] and repr(confirmed) in offers[0], offers
+    module = (tmp_path / "w" / "modules" / "products" / "clean_products.py").read_text()
+    assert "def strip_whitespace" in module and f"KEPT = {{'city': [{confirmed!r}]}}" in module
+
+
 def payroll(path: Path, rows: int, seed: int) -> Path:
     """A payroll export as a float-typed tool writes it: every whole tax rate with ".0" ("7.0" beside "5.25"), and
     zip codes with their leading zeros ("02134"), both consistent throughout: only a person can say they are not

@@ -328,6 +328,9 @@ def run_chunk(
             if ok and settings.labels is not None:
                 try:
                     broken, taught, labelled, after = _against_labels(fn, registry, settings.labels, runner, settings)
+                    # kept with values it broke as written (offered so to the model): the labels do not show its
+                    # kind of change right, so its harm is judged as any unlabelled function's
+                    taught = taught and not (fn.rule is not None and fn.rule.context.get("kept"))
                 except MODEL_FAULTS as exc:
                     broken, taught = [], False
                     verdict_reason, ok, evidence = f"{type(exc).__name__}: {exc}", False, None
@@ -442,22 +445,34 @@ def _against_labels(fn: CleaningFunction, registry: Registry, labels: Labels, ru
 
 
 def _on_labels(fn: CleaningFunction, registry: Registry, labels: Labels, runner: CodeRunner,
-               settings: LoopSettings) -> str:
-    """What a ready-made function offered to the model does to the labelled rows: the corrections it makes and
-    the labelled cells it breaks (`_against_labels`); empty when it cannot be run on them.
+               settings: LoopSettings) -> tuple[CleaningFunction, str]:
+    """A ready-made function as the model is offered it, and what it does to the labelled rows: the corrections it
+    makes and the labelled cells it breaks (`_against_labels`); empty when it cannot be run on them. A rule that
+    breaks labelled cells is offered with the values it changed wrongly there left as written, when that keeps
+    every label (`_kept_as_labelled`), as it would be kept among the rules: offered as it was, the model read
+    "breaks 1 labelled cell" beside a repair that makes hundreds of corrections and declined it.
 
     Example:
-        >>> _on_labels(repair_dependencies_arr, registry, labels, sandbox, settings)   # doctest: +SKIP
+        >>> _on_labels(repair_dependencies_arr, registry, labels, sandbox, settings)[1]   # doctest: +SKIP
         'makes 31 of the corrections and breaks no labelled cell'
     """
     try:
         broken, _, before, after = _against_labels(fn, registry, labels, runner, settings)
+        made = labels.made_right_by(before, after)
+        guarded = _kept_as_labelled(fn, broken, labels, before, after) if broken else None
+        if guarded is not None:
+            again, _, _, after = _against_labels(guarded, registry, labels, runner, settings)
+            if not again:
+                kept = "; ".join(f"{column}: {', '.join(map(repr, values))}"
+                                 for column, values in guarded.rule.context["kept"].items())
+                return guarded, (f"makes {labels.made_right_by(before, after)} of the corrections and breaks no "
+                                 "labelled cell: the values it changed wrongly there stay as written wherever it "
+                                 f"meets them ({kept})")
     except MODEL_FAULTS:
-        return ""
-    made = labels.made_right_by(before, after)
+        return fn, ""
     if broken:
-        return f"makes {made} of the corrections, but {describe_broken(broken)}"
-    return f"makes {made} of the corrections and breaks no labelled cell" if made else "changes no labelled cell"
+        return fn, f"makes {made} of the corrections, but {describe_broken(broken)}"
+    return fn, f"makes {made} of the corrections and breaks no labelled cell" if made else "changes no labelled cell"
 
 
 def _kept_as_labelled(fn: CleaningFunction, broken: list[Broken], labels: Labels, before: pd.DataFrame,

@@ -108,9 +108,10 @@ class AnalysisRequest(BaseModel):
     entities: dict[str, str] | None = Field(
         default=None, description="column -> the column naming its entity (entities.entity_keys over `reference`); "
         "None: found from `reference` when the prompt is written")
-    on_labels: Callable[[CleaningFunction], str] | None = Field(
-        default=None, exclude=True, description="what a ready-made function does to the rows the user corrected "
-        "(run in the sandbox on them as the module so far leaves them), for the candidates the model is offered")
+    on_labels: Callable[[CleaningFunction], tuple[CleaningFunction, str]] | None = Field(
+        default=None, exclude=True, description="a ready-made function as the model is offered it, and what it does "
+        "to the rows the user corrected (run in the sandbox on them as the module so far leaves them): a rule that "
+        "breaks a labelled cell is offered with the values it broke left as written, where that keeps every label")
 
 
 class Usage(BaseModel):

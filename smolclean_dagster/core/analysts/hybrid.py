@@ -43,9 +43,12 @@ class HybridAnalyst:
                 continue
             offered[function.name] = function
         judge = request.on_labels  # set only when there are labelled rows
+        said = {}
+        if judge is not None:  # a rule that broke a label is offered, and adopted, with those values as written
+            for name, function in list(offered.items()):
+                offered[name], said[name] = judge(function)
         candidates = tuple(Candidate(name=f.name, docstring=f.summary, columns=f.columns, evidence=_evidence(f),
-                                     on_labels=judge(f) if judge is not None else "")
-                           for f in offered.values())
+                                     on_labels=said.get(f.name, "")) for f in offered.values())
         proposal = self.llm.propose(request.model_copy(update={"candidates": candidates}))
         if proposal.adopt is None:
             return proposal
