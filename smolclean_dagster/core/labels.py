@@ -286,8 +286,8 @@ def _suspicions(drop: pd.DataFrame) -> tuple[list[set[tuple[str, str]]], dict[tu
     """Per row, the (column, suspicion) pairs it holds, and what each is worth: a kind of dirt in a column 1, each
     of a column's rare values its share of them (a column's rare values together are worth one kind). Where each
     row is one source's report on an entity (a flight as a website reports it), an entity no row picked holds is
-    worth a kind of dirt in every column the sources report: its person's values show which sources report each
-    column right (`dependencies.learn`), and a second row of it shows little more."""
+    worth a kind of dirt in every column the sources report: the person's values for it show which sources
+    report each column right (`dependencies.learn`), and a second row of it shows little more."""
     out: list[set[tuple[str, str]]] = [set() for _ in range(len(drop))]
     weight: dict[tuple[str, str], float] = {}
     sample = drop if len(drop) <= SUSPECT_ROWS else drop.iloc[np.linspace(0, len(drop) - 1, SUSPECT_ROWS).astype(int)]
