@@ -7,9 +7,10 @@ wrong on its own) and by 9 mirrors of one feed, wrong together on a share of the
 0.8 by default) and right together on the rest, with slips of their own; a tenth of the reports are missing. Two
 columns are reported. A person labels one row of each of 20 entities. `dependencies.learn` then weighs the
 sources by the labels; where the weighed votes settle too few labelled entities, the clear votes repair the
-entities whose value leads by a margin, the lowest of `CLEAR_MARGINS` the labelled entities validate. The script
-counts, over every drop, the entities the repair tables settle right and wrong, with the margins the code uses
-and with steps of 1 (1, 2, 3), and writes them to `benchmarks/results/clear_margins.json`.
+entities whose value leads by a margin, the lowest of `CLEAR_MARGINS` the labelled entities validate, and that
+`MIN_BACKERS` sources of some weight report. The script counts, over every drop, the entities the repair tables
+settle right and wrong: as the code does, with steps of 1 (1, 2, 3) for margins, and with one source enough to
+settle an entity; it writes them to `benchmarks/results/clear_margins.json`.
 """
 
 from __future__ import annotations
@@ -57,14 +58,15 @@ def reports(seed: int, together: float, entities: int = 100) -> tuple[pd.DataFra
     return pd.DataFrame(rows, dtype=object), truth
 
 
-def settled(frame: pd.DataFrame, truth: dict, labelled: pd.DataFrame, margins: tuple[float, ...]) -> tuple[int, int]:
-    """Entities the learned repair tables settle right and wrong, with these margins."""
-    kept = dependencies.CLEAR_MARGINS
-    dependencies.CLEAR_MARGINS = margins
+def settled(frame: pd.DataFrame, truth: dict, labelled: pd.DataFrame, margins: tuple[float, ...],
+            backers: int) -> tuple[int, int]:
+    """Entities the learned repair tables settle right and wrong, with these margins and backers."""
+    kept = dependencies.CLEAR_MARGINS, dependencies.MIN_BACKERS
+    dependencies.CLEAR_MARGINS, dependencies.MIN_BACKERS = margins, backers
     try:
         learned = dependencies.learn(frame, truth=labelled)
     finally:
-        dependencies.CLEAR_MARGINS = kept
+        dependencies.CLEAR_MARGINS, dependencies.MIN_BACKERS = kept
     right = wrong = 0
     for d in learned.dependencies:
         for key, value in d.mapping.items():
@@ -79,7 +81,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="shares of the entities the mirrors report wrong together (default: 0.6 0.8)")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args(argv)
-    variants = {"steps of 1 (1, 2, 3)": (1.0, 2.0, 3.0), "CLEAR_MARGINS (the code's)": dependencies.CLEAR_MARGINS}
+    code = dependencies.CLEAR_MARGINS, dependencies.MIN_BACKERS
+    variants = {"the code's (CLEAR_MARGINS, MIN_BACKERS)": code,
+                "margins in steps of 1 (1, 2, 3)": ((1.0, 2.0, 3.0), code[1]),
+                "one source settles an entity": (code[0], 1)}
     rows, results = [], []
     for together in args.together:
         totals = {name: [0, 0] for name in variants}
@@ -89,15 +94,16 @@ def main(argv: list[str] | None = None) -> int:
             labelled = frame[frame["entity"].isin(picked)].groupby("entity").head(1).copy()
             for c in COLUMNS:
                 labelled[c] = labelled["entity"].map(lambda e, c=c: truth[e][c])
-            for name, margins in variants.items():
-                right, wrong = settled(frame, truth, labelled, margins)
+            for name, (margins, backers) in variants.items():
+                right, wrong = settled(frame, truth, labelled, margins, backers)
                 totals[name][0] += right
                 totals[name][1] += wrong
         for name, (right, wrong) in totals.items():
             rows.append([together, name, right, wrong])
-            results.append({"mirrors_wrong_together": together, "margins": name, "right": right, "wrong": wrong})
-    print(table(["mirrors wrong together", "margins", "entities settled right", "settled wrong"], rows))
-    print(f"({args.drops} drops each; margins in use: {', '.join(f'{m:g}' for m in dependencies.CLEAR_MARGINS)})")
+            results.append({"mirrors_wrong_together": together, "votes": name, "right": right, "wrong": wrong})
+    print(table(["mirrors wrong together", "votes", "entities settled right", "settled wrong"], rows))
+    print(f"({args.drops} drops each; margins in use: {', '.join(f'{m:g}' for m in code[0])}; "
+          f"sources backing a voted value: at least {code[1]})")
     if not args.no_write:
         path = write_results("clear_margins", {"machine": machine_info(), "drops": args.drops, "results": results})
         print(f"written: {path}")
