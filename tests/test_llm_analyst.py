@@ -18,7 +18,7 @@ from smolclean_dagster.core.functions import CleaningFunction
 from smolclean_dagster.core.instructions import split_instructions
 from smolclean_dagster.core.loop import ChunkWork, LoopSettings, clean_with, run_chunk
 from smolclean_dagster.core.profile import detect_issues
-from smolclean_dagster.core.registry import Provenance, RegistryEntry, RegistryStore
+from smolclean_dagster.core.registry import DroppedFunction, Provenance, RegistryEntry, RegistryStore
 from smolclean_dagster.core.steps import ChunkTrace, FinalStep, ProposalStep, VerdictStep
 
 SPEND = '''import pandas as pd
@@ -252,6 +252,20 @@ def test_the_prompt_holds_instructions_cleaned_rows_and_registry_but_never_held_
     assert '"$1200.50"' in rows  # ...and as it is where nothing has cleaned it yet
     assert "Heldout" not in prompt
     assert "<status>clean</status>" in prompt  # the reply format is explained
+
+
+def test_the_prompt_says_which_functions_validation_took_out_of_the_module_and_why(llm, tmp_path, people, sandbox):
+    # A function the model sent joined, then validation over the whole drop took it out (two functions deciding
+    # one value opposite ways). Without a word of it, a model saw its function vanish and spent a query on why.
+    store = RegistryStore(tmp_path / "registry.json", "people")
+    why = "it decides 'ca' opposite to `unify_case_city`, which came first: 'ca' -> 'CA' there, 'Ca' here"
+    store.update(lambda reg: reg.model_copy(update={"dropped": (DroppedFunction(name="title_case_city", reason=why),)}))
+    llm.add(reply(CLEAN))
+    steps = list(run_chunk(chunk_work(people), analyst(llm, tmp_path), store, sandbox, LoopSettings()))
+
+    assert steps[-1].reason == "clean"
+    section = llm.requests[0].prompt.split("## Functions taken out of the module (1)\n")[1].split("\n## ")[0]
+    assert f"- `title_case_city`: {why}" in section
 
 
 def test_429_is_retried_after_the_servers_retry_after_and_attempts_are_counted(llm, tmp_path, people):

@@ -151,7 +151,8 @@ def run_chunk(
         ...     print(step.kind, getattr(step, "reason", ""))
     """
     feedback: str | None = None
-    rejected: list[str] = [d.name for d in store.load().dropped]  # validation took these out of the module
+    dropped = store.load().dropped  # validation took these out of the module: the model is told which, and why
+    rejected: list[str] = [d.name for d in dropped]
     accepted: list[str] = []
     model = getattr(analyst, "reads_instructions", False)
     step = tokens = 0
@@ -199,6 +200,7 @@ def run_chunk(
                     registry=summarise_registry(registry),
                     feedback=feedback,
                     rejected=tuple(rejected),
+                    taken_out=tuple((d.name, d.reason) for d in dropped),
                     reference=reference,
                     # the rules serve the few requests they read (analysts/asked.py), open or not
                     items=states if reads else registry.coverage(items),

@@ -95,6 +95,8 @@ class AnalysisRequest(BaseModel):
     registry: tuple[RegisteredSummary, ...] = ()
     feedback: str | None = None
     rejected: tuple[str, ...] = Field(default=(), description="names of functions rejected for this chunk")
+    taken_out: tuple[tuple[str, str], ...] = Field(
+        default=(), description="functions validation took out of the module after they joined, and why (name, why)")
     reference: pd.DataFrame | None = None
     items: tuple[ItemState, ...] = Field(default=(), description="the instruction items and where each stands")
     planned: bool = Field(default=False, description="no instructions: the items are the model's own plan, if any")

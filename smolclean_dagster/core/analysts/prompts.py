@@ -42,6 +42,8 @@ REGISTRY_BUDGET = 4_000
 ROWS_BUDGET = 5_000
 VALUE_COUNTS_BUDGET = 1_500
 CANDIDATE_TEXT = 240
+#: Functions taken out of the module shown with their reasons at most (the latest; the rest are counted).
+TAKEN_OUT = 10
 #: Columns with at most this many distinct values over the reference rows get their value counts shown.
 MAX_DISTINCT_SHOWN = 40
 
@@ -170,6 +172,8 @@ def analysis_messages(
         registry=entries,
         registry_shortened=sum(1 for e in entries if not e.complete),
         rejected=list(request.rejected),
+        taken_out=[(name, _clip(" ".join(why.split()), CANDIDATE_TEXT)) for name, why in request.taken_out][-TAKEN_OUT:],
+        taken_out_total=len(request.taken_out),
         feedback=request.feedback,
         rows=rows,
         rows_shown=shown,
