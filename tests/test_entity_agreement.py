@@ -17,6 +17,7 @@ from llm_server import ScriptedLLM, reply
 from learning_ticks import Daemon, drive_learning
 from smolclean_dagster import DatasetSettings, build_defs
 from smolclean_dagster.core.agreement import agreement_report
+from smolclean_dagster.core.entities import _amounts, entity_keys
 from smolclean_dagster.core.functions import CleaningFunction
 from smolclean_dagster.core.quality import keep_what_agrees
 from smolclean_dagster.core.registry import Provenance, Registry, RegistryEntry
@@ -131,6 +132,42 @@ def test_a_function_whose_changes_on_the_next_drop_the_entity_contradicts_fails_
         assert live.read_text() == module_v1  # production still cleans with the reviewed version
         assert "unify_departure" not in store.versions.module_path(2).read_text()
     assert llm.requests, "the model was asked"
+
+
+def price_reports(seed: int = 11) -> pd.DataFrame:
+    """80 products priced by 12 comparison sites: 3 right on most, 5 on about half, 4 mirrors of a stale feed wrong
+    together on most products; a few prices written "12.34 USD", with stray spaces or "N/A"."""
+    rng = random.Random(seed)
+    sites = [("shopcompare", .92), ("pricewatch", .88), ("dealfinder", .85), ("bargainhub", .6), ("cheapo", .55),
+             ("valuenet", .5), ("buysmart", .6), ("pricely", .45)]
+
+    def wrong(value: float) -> float:
+        return value + rng.choice([-2, -1, -0.5, 0.5, 1, 3])
+
+    def written(value: float) -> str:
+        r = rng.random()
+        return f"{value:.2f} USD" if r < .04 else f" ${value:.2f}" if r < .07 else "N/A" if r < .09 else f"${value:.2f}"
+
+    rows = []
+    for i in range(80):
+        price = rng.choice([4.99, 7.49, 9.99, 12.99, 14.5, 19.99, 24.0, 29.95, 34.99, 49.0]) + rng.choice([0, 1, 2, 5])
+        right = {"price": price, "list_price": price * rng.choice([1.0, 1.2, 1.25, 1.5])}
+        stale = {c: wrong(v) if rng.random() < .7 else v for c, v in right.items()}
+        reporters = [(site, p, right) for site, p in sites] + [(f"feedmirror{k}", .9, stale) for k in range(4)]
+        for site, p, told in reporters:
+            if rng.random() >= .1:
+                rows.append({"sku": f"SKU-{4100 + i}", "site": site,
+                             **{c: written(v if rng.random() < p else wrong(v)) for c, v in told.items()}})
+    return pd.DataFrame(rows)
+
+
+def test_a_price_is_no_entity_though_it_is_one_to_one_with_the_product_on_most_rows():
+    # A product's list price is its own on most rows, and the other columns agree inside its groups as well as they
+    # do inside the product's: the harm gate judged prices by the rows of the same list price, and the prompt told
+    # the model that rows with the same list price describe one thing. An amount names no entity.
+    reports = price_reports()
+    assert set(entity_keys(reports).values()) == {"sku"}
+    assert _amounts(reports["list_price"].unique()) and not _amounts(reports["sku"].unique())
 
 
 def test_changes_that_agree_with_the_entity_pass_and_a_drop_without_entities_has_nothing_to_check(tmp_path):

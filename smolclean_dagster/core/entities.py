@@ -36,6 +36,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from .detectors import dependencies
 from .detectors.cells import holds_person_names, is_null_token
 
 #: A group of this many rows or more says what its entity's value is.
@@ -57,11 +58,12 @@ def entity_keys(frame: pd.DataFrame) -> dict[str, str]:
 
     A drop has one entity column: of the columns filled on `MIN_FILLED_SHARE` of its rows whose groups of
     `MIN_GROUP` rows or more cover `MIN_GROUPED_SHARE` of it, the one inside whose groups the other columns
-    agree most, over chance; never a part of a person's name (`names_one_entity`). A sibling value
-    ("act_arr_time" beside "act_dep_time") may agree as well on one column, but it does not name the flight:
-    the flight's own column agrees on all of them.
+    agree most, over chance; never a part of a person's name (`names_one_entity`), nor an amount or a measurement
+    (`_amounts`). A sibling value ("act_arr_time" beside "act_dep_time") may agree as well on one column, but it
+    does not name the flight: the flight's own column agrees on all of them.
     """
-    codes = {str(c): pd.factorize(_text(frame[c]), use_na_sentinel=True)[0] for c in frame.columns}
+    factorized = {str(c): pd.factorize(_text(frame[c]), use_na_sentinel=True) for c in frame.columns}
+    codes = {c: found[0] for c, found in factorized.items()}
     chance = {c: _top_share(v) for c, v in codes.items()}
     best, best_score, best_agreement = None, 0.0, {}
     for key, keys in codes.items():
@@ -69,6 +71,8 @@ def entity_keys(frame: pd.DataFrame) -> dict[str, str]:
             continue
         grouped = _in_groups(keys, keys >= 0)
         if grouped.sum() < MIN_GROUPED_SHARE * len(frame) or len(np.unique(keys[grouped])) < 2:
+            continue
+        if _amounts(factorized[key][1]):
             continue
         agreement = {}
         for column, values in codes.items():
@@ -83,6 +87,21 @@ def entity_keys(frame: pd.DataFrame) -> dict[str, str]:
     if best is None:
         return {}
     return {c: best for c, a in best_agreement.items() if a >= max(MIN_AGREEMENT, OVER_CHANCE * chance[c])}
+
+
+def _amounts(values) -> bool:
+    """Whether most of a column's distinct values (as text) are amounts or measurements: a number with a fraction,
+    with or without a currency sign or unit ("$62.50", "12.0 oz", "39.1"), a date or a time. Such a value is no
+    entity: a price repeats across products that have nothing else in common, and a product's list price,
+    one-to-one with it on most rows, agreed with the other columns as well as the product's own key did
+    (`dependencies._measures`).
+
+    Example:
+        >>> _amounts(["$62.50", "62.50 USD", "$4.99"]), _amounts(["SKU-4112", "10018"])
+        (True, False)
+    """
+    text = pd.Series(list(values), dtype=object).map(str).str.strip()
+    return dependencies._measures(text.str.replace(r"^[^\d+-]+|[^\d]+$", "", regex=True).tolist())
 
 
 def names_one_entity(column: str) -> bool:
