@@ -94,14 +94,14 @@ def _amounts(values) -> bool:
     with or without a currency sign or unit ("$62.50", "12.0 oz", "39.1"), a date or a time. Such a value is no
     entity: a price repeats across products that have nothing else in common, and a product's list price,
     one-to-one with it on most rows, agreed with the other columns as well as the product's own key did
-    (`dependencies._measures`).
+    (`dependencies.measures`).
 
     Example:
         >>> _amounts(["$62.50", "62.50 USD", "$4.99"]), _amounts(["SKU-4112", "10018"])
         (True, False)
     """
     text = pd.Series(list(values), dtype=object).map(str).str.strip()
-    return dependencies._measures(text.str.replace(r"^[^\d+-]+|[^\d]+$", "", regex=True).tolist())
+    return dependencies.measures(text.str.replace(r"^[^\d+-]+|[^\d]+$", "", regex=True).tolist())
 
 
 def names_one_entity(column: str) -> bool:

@@ -252,7 +252,7 @@ def _structure(frame: pd.DataFrame):
     for name, c in zip(columns, frame.columns):
         codes[name], values[name] = pd.factorize(cell_keys(frame[c]))
     determinants = [c for c in columns if _repeats(codes[c], len(values[c]))]
-    entities = [c for c in determinants if _identifies(codes[c], len(values[c])) and not _measures(values[c])]
+    entities = [c for c in determinants if _identifies(codes[c], len(values[c])) and not measures(values[c])]
     plain: dict[str, list[Dependency]] = {}
     for b in columns:
         for a in entities:
@@ -295,7 +295,7 @@ _NUMBER_WITH_FRACTION = re.compile(r"[-+]?\d*[.,]\d+")
 _DATE_OR_TIME = re.compile(r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}|\d{1,2}:\d{2}")
 
 
-def _measures(values) -> bool:
+def measures(values) -> bool:
     """Whether a column's distinct values are mostly measurements (numbers with a fraction) or dates and times."""
     text = [str(v) for v in values]
     hits = sum(1 for v in text if _NUMBER_WITH_FRACTION.fullmatch(v) or _DATE_OR_TIME.search(v))
@@ -402,13 +402,12 @@ def _led(a, b, codes, values, stats, evidence, margin, source, weights) -> Depen
     key's value."""
     keys, rows, top, second, top_value = stats
     ca, cb = codes[a], codes[b]
-    nb = len(values[b])
-    counted = (ca >= 0) & (cb >= 0) & (weights > 0)
-    pairs, backers = np.unique(ca[counted].astype(np.int64) * nb + cb[counted], return_counts=True)
-    voted = keys.astype(np.int64) * nb + top_value
-    at = np.minimum(np.searchsorted(pairs, voted), len(pairs) - 1) if len(pairs) else np.zeros(len(keys), dtype=int)
-    backed = (pairs[at] == voted) & (backers[at] >= MIN_BACKERS) if len(pairs) else np.zeros(len(keys), dtype=bool)
-    clear = evidence & (top - second >= margin) & _in_form(values[b], cb)[top_value] & backed
+    voted = np.full(len(values[a]), -1, dtype=np.int64)
+    voted[keys] = top_value
+    backing = (ca >= 0) & (cb >= 0) & (weights > 0)  # reports of sources that count, of their key's voted value
+    backing[backing] = cb[backing] == voted[ca[backing]]
+    backers = np.bincount(ca[backing], minlength=len(values[a]))[keys]
+    clear = evidence & (top - second >= margin) & _in_form(values[b], cb)[top_value] & (backers >= MIN_BACKERS)
     if not clear.any():
         return None
     wanted = np.full(len(values[a]), -1, dtype=np.int64)
