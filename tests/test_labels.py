@@ -490,3 +490,61 @@ def test_corrected_dates_teach_the_layout_they_are_wanted_in_for_the_next_drop(t
     settled = wrong & ~truth["created"].str.fullmatch(r"([1-9]|1[0-2])/([1-9]|1[0-2])/\d\d")
     both_ways = settled & raw["created"].str.fullmatch(r"([1-9]|1[0-2])/\d{1,2}/\d\d")
     assert both_ways.sum() > 100 and (changed == settled).all(), (changed.sum(), settled.sum())
+
+
+#: How the suppliers of `groceries` spell each unit, the right spelling first.
+UNIT_SPELLINGS = {"g": ["g", "G", "gr."], "ml": ["ml", "ML", "mL."]}
+
+
+def groceries(path: Path, rows: int, seed: int, spellings: dict[str, list[str]] = UNIT_SPELLINGS) -> pd.DataFrame:
+    """A grocery export merged from several suppliers, and the truth written first: each supplier writes pack sizes
+    its own way ("500 G", "500 gr.", "330 ML"), each spelling on many rows, so nothing in the file says which is
+    right. Sizes in kilograms and counts of pieces are written one way only. Returns the truth; the file holds the
+    export."""
+    rng = random.Random(seed)
+    truth, written = [], []
+    for i in range(rows):
+        unit = rng.choice(["g", "g", "ml", "ml", "kg", "pcs"])
+        amount = {"g": rng.choice(["250", "500", "750"]), "ml": rng.choice(["330", "500", "1000"]),
+                  "kg": rng.choice(["1", "2.5"]), "pcs": rng.choice(["6", "12"])}[unit]
+        record = {"sku": f"G{seed}{i:05d}", "item": rng.choice(["Rice", "Oats", "Milk", "Juice", "Flour", "Eggs"]),
+                  "size": f"{amount} {unit}", "price": f"{rng.randint(1, 9)}.{rng.randint(0, 99):02d}"}
+        truth.append(record)
+        written.append({**record, "size": f"{amount} {rng.choice(spellings[unit])}"} if unit in spellings else record)
+    pd.DataFrame(written, dtype=str).to_csv(path, index=False)
+    return pd.DataFrame(truth, dtype=str)
+
+
+def test_corrected_units_teach_how_each_unit_is_spelled_for_the_next_drop(tmp_path):
+    drop, later = tmp_path / "groceries.csv", tmp_path / "later.csv"
+    first = groceries(drop, 500, seed=1)
+    # the next drop brings spellings of the same units the first never held: "G." and "Ml"
+    truth = groceries(later, 400, seed=2, spellings={"g": ["g", "G", "gr.", "G."], "ml": ["ml", "ML", "mL.", "Ml"]})
+
+    def cleaned_later(workdir: Path, *extra: str) -> pd.DataFrame:
+        proc = subprocess.run([sys.executable, "-m", "smolclean_dagster.cli", "learn", str(drop), "--name", "groceries",
+                               "--workdir", str(workdir), "--concurrency", "1", "--chunk-budget", "2", *extra],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        module, out = workdir / "modules" / "groceries" / "clean_groceries.py", tmp_path / f"{workdir.name}.csv"
+        ran = subprocess.run([sys.executable, str(module), str(later), str(out)], capture_output=True, text=True)
+        assert ran.returncode == 0, ran.stderr
+        return pd.read_csv(out, dtype=str, keep_default_na=False)
+
+    raw = pd.read_csv(later, dtype=str, keep_default_na=False)
+    wrong = raw["size"] != truth["size"]
+    alone = cleaned_later(tmp_path / "alone")
+    assert (alone["size"] != truth["size"]).sum() >= wrong.sum() * 0.9, "the file alone does not say which is right"
+
+    assert main(["label", str(drop), "--name", "groceries", "--rows", "20", "-o", str(tmp_path / "to_label.csv")]) == 0
+    sample = pd.read_csv(tmp_path / "to_label.csv", dtype=str, keep_default_na=False)
+    held = {size.split(" ")[1] for size in sample["size"]}
+    assert held >= {"G", "gr.", "ML", "mL."}, held  # the rows picked hold every spelling of the first drop
+    # the person writes each size of the sample as it should be; every other cell is confirmed
+    sample["size"] = [first["size"].iat[int(n) - 1] for n in sample[ROW]]
+    sample.to_csv(tmp_path / "corrected.csv", index=False)
+    taught = cleaned_later(tmp_path / "taught", "--labels", str(tmp_path / "corrected.csv"))
+
+    assert taught.drop(columns="size").equals(raw.drop(columns="size"))
+    assert taught["size"].equals(truth["size"]), taught.loc[taught["size"] != truth["size"], "size"].value_counts()
+    assert (raw["size"].str.endswith((" G.", " Ml")) & wrong).sum() > 50  # spellings the labels never showed

@@ -26,7 +26,7 @@ import pandas as pd
 
 from . import date_layouts
 from .detectors import dependencies
-from .detectors.cells import NULL_TOKENS, normalise, value_shape
+from .detectors.cells import NULL_TOKENS, NUMBER_WITH_UNIT, normalise, unit_key, value_shape
 from .drops import drop_format, is_text_drop, read_drop
 from .export import render_module
 from .errors import LabelError
@@ -181,7 +181,7 @@ class Labels:
                 said.append("Fill missing values from the other rows.")
             elif normalise(cell.before or "") == cell.after and "  " in (cell.before or "").strip():
                 said.append("Collapse double spaces.")
-        said += self._date_layouts()
+        said += self._date_layouts() + self._units()
         return " ".join(dict.fromkeys(said))
 
     def _date_layouts(self) -> list[str]:
@@ -200,6 +200,30 @@ class Labels:
                             f"in the layout {taught.target} (as in '{taught.example[1]}'){both}.")
         return said
 
+    def _units(self) -> list[str]:
+        """Per column, the units its corrections write its numbers with, where they were written with another
+        spelling ("12.0 OZ." -> "12.0 oz", "16.0 ounce" -> "16.0 oz": every 'OZ.' and 'ounce' of the column is
+        wanted 'oz', and so is any spelling of them in another case or without the full stop), in the words
+        `asked.asked_units` reads: an item per unit. Nothing is taught where the corrections spell one unit two
+        ways, a confirmed cell keeps a spelling they replace, or a number itself changes."""
+        said = []
+        cells = self.cells
+        for column in dict.fromkeys(c.column for c in cells if c.corrected):
+            mine = [c for c in cells if c.column == column]
+            taught = units_taught([(c.before or "", c.after or "") for c in mine if c.corrected],
+                                  confirmed=[c.after for c in mine if not c.corrected and c.after])
+            if taught is None:
+                continue
+            units, drop_rest = taught
+            name = f"'{column}'" if "'" not in column else f'"{column}"'
+            after = ", and drop the words written after it" if drop_rest else ""
+            for unit, spellings in units.items():
+                written = [f"'{s}'" for s in spellings] or [f"'{unit}'"]
+                listed = " or ".join([", ".join(written[:-1]), written[-1]] if len(written) > 1 else written)
+                said.append(f"Write the unit of the numbers of column {name} as '{unit}' where it is written "
+                            f"{listed}{after}.")
+        return said
+
     def summary(self) -> str:
         """One line: how many rows, cells corrected and confirmed."""
         fixed = len(self.corrections)
@@ -210,6 +234,39 @@ class Labels:
 #: A number written plainly: no unit, no thousands separators, no leading zero, no trailing zero decimal.
 _PLAIN_NUMBER = re.compile(r"[-+]?(?:0|[1-9]\d*)(?:\.\d*[1-9])?")
 _UNIT = re.compile(r"([-+]?\d[\d,]*(?:\.\d+)?)\s*[^\d\s.,][^\d]*")
+
+
+def units_taught(corrected: list[tuple[str, str]], confirmed: list[str]) -> tuple[dict[str, tuple[str, ...]], bool] | None:
+    """The units corrections (before, after) write numbers with where the number stays as written and the unit was
+    spelled otherwise (the space between as it was): ({unit: the spellings it replaced}, whether words written
+    after such a unit were dropped too); None where they teach none, spell one unit two ways (its letters case-folded,
+    without full stops: `unit_key`), or a `confirmed` cell keeps a spelling they replace.
+
+    Example:
+        >>> units_taught([("12.0 OZ.", "12.0 oz"), ("16.0 ounce", "16.0 oz"), ("33 ML", "33 ml")], ["12.0 oz"])
+        ({'ml': ('ML',), 'oz': ('OZ.', 'ounce')}, False)
+        >>> units_taught([("12.0 OZ.", "12.0 oz")], confirmed=["16.0 OZ."]) is None
+        True
+    """
+    wanted: dict[str, str] = {}  # a spelling's key -> the unit it is written as
+    spellings: dict[str, set[str]] = {}
+    drop_rest = False
+    for before, after in corrected:
+        b, a = NUMBER_WITH_UNIT.fullmatch(before), NUMBER_WITH_UNIT.fullmatch(after)
+        if not b or not a or a[4] or b[1] != a[1] or b[3] == a[3] and not b[4]:
+            continue
+        for key in (unit_key(b[3]), unit_key(a[3])):
+            if wanted.setdefault(key, a[3]) != a[3]:
+                return None
+        if b[3] != a[3]:
+            spellings.setdefault(a[3], set()).add(b[3])
+        drop_rest |= bool(b[4])
+    for value in confirmed:
+        c = NUMBER_WITH_UNIT.fullmatch(value)
+        if c and unit_key(c[3]) in wanted and (c[3] != wanted[unit_key(c[3])] or c[4] and drop_rest):
+            return None
+    units = {unit: tuple(sorted(spellings.get(unit, ()))) for unit in sorted(set(wanted.values()))}
+    return (units, drop_rest) if any(units.values()) or drop_rest else None
 
 
 def _same_number(a: str, b: str) -> bool:

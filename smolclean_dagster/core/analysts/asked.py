@@ -23,6 +23,7 @@ from collections.abc import Iterable
 
 from ..date_layouts import Layout
 from ..detectors import broken_text, date_format, null_tokens, number_format, whitespace
+from ..detectors.cells import unit_key
 from ..instructions import ItemState, split_instructions
 
 #: A name or value in quotes: '...', "..." or `...` (a rewrite's target may be empty: '').
@@ -67,6 +68,10 @@ _LEADING_ZEROS = re.compile(
 _LAYOUT_WORD = r"[YMD]{1,4}[/.-][YMD]{1,4}[/.-][YMD]{1,4}"
 _LAYOUTS = re.compile(rf"\bdates?\b.*?\bwritten\s+({_LAYOUT_WORD})\b.*?\bin the layout\s+({_LAYOUT_WORD})\b"
                       r"(.*\bboth ways\b)?", re.IGNORECASE)
+#: A number's unit written one way: "the unit of ... as 'oz' where it is written 'OZ.', 'ounce' or 'oz.'", and
+#: whether words written after such a unit go too.
+_UNITS = re.compile(rf"\bunit\b.*?\bas\s+({_QUOTED})\s+where it is written\s+({_QUOTED_LIST})"
+                    r"(.*\bwords written after it\b)?", re.IGNORECASE)
 _ISO_DATES = re.compile(r"^(?=.*\bdates?\b).*?(?:\bISO(?:[ -]?8601)?\b|\bYYYY-MM-DD\b)", re.IGNORECASE | re.MULTILINE)
 
 
@@ -240,6 +245,28 @@ def asked_layouts(instructions: str, column: str) -> list[tuple[Layout, Layout, 
     return out
 
 
+def asked_units(instructions: str, column: str) -> tuple[dict[str, str], bool] | None:
+    """The units the user asks `column`'s numbers to be written with, where they are written with another spelling
+    ("Write the unit of the numbers of column 'size' as 'oz' where it is written 'OZ.' or 'ounce'."), as a person's
+    corrections teach them (`Labels.conventions`): ({a spelling's key (`unit_key`): the unit asked}, whether the
+    words written after such a unit go too); None when nothing asks it. The first item to name a spelling decides.
+
+    Example:
+        >>> asked_units("Write the unit of the numbers of column 'size' as 'oz' where it is written 'OZ.' or "
+        ...             "'ounce', and drop the words written after it.", "size")
+        ({'oz': 'oz', 'ounce': 'oz'}, True)
+    """
+    units: dict[str, str] = {}
+    drop_rest = False
+    for text in _item_texts(instructions):
+        if in_scope(text, column) and (m := _UNITS.search(text)):
+            unit = m[1][1:-1]
+            for spelling in (unit, *(q[1:-1] for q in _ONE_QUOTED.findall(m[2]))):
+                units.setdefault(unit_key(spelling), unit)
+            drop_rest |= bool(m[3])
+    return (units, drop_rest) if units else None
+
+
 def asks_to_keep(text: str) -> bool:
     """Whether an instruction item asks for cells to stay as they are written ("Keep 'N/A' as written in column
     'email'."): carried out by changing nothing, so no function serves it.
@@ -273,6 +300,7 @@ def left_as_written(instructions: str) -> frozenset[str]:
 #: Finding kind of the values the user asks to be rewritten (no detector finds them: the user's words do).
 REWRITES = "asked_rewrites"
 LAYOUTS = "asked_date_layouts"
+UNITS = "asked_units"
 
 _ASKS = {
     null_tokens.KIND: _REAL_NULLS, number_format.KIND: _PLAIN_NUMBERS, broken_text.KIND: _DEBRIS,
@@ -295,6 +323,8 @@ def items_served(kind: str, columns: Iterable[str], items: Iterable[ItemState]) 
             asked = any(asked_rewrites(item.text, c) for c in columns)
         elif kind == LAYOUTS:
             asked = any(asked_layouts(item.text, c) for c in columns)
+        elif kind == UNITS:
+            asked = any(asked_units(item.text, c) for c in columns)
         else:
             pattern = _ASKS.get(kind)
             asked = pattern is not None and bool(pattern.search(item.text)) and any(in_scope(item.text, c) for c in columns)
@@ -303,7 +333,7 @@ def items_served(kind: str, columns: Iterable[str], items: Iterable[ItemState]) 
     return tuple(out)
 
 
-__all__ = ["LAYOUTS", "REWRITES", "asked_layouts", "asked_rewrites", "asks_for_iso_dates", "asks_for_plain_numbers",
+__all__ = ["LAYOUTS", "REWRITES", "UNITS", "asked_layouts", "asked_rewrites", "asked_units", "asks_for_iso_dates", "asks_for_plain_numbers",
            "asks_for_real_nulls", "asks_for_whole_numbers", "asks_to_fill", "asks_to_keep", "asks_to_normalise_whitespace",
            "asks_to_remove_debris", "asks_without_leading_zeros", "in_scope", "items_served", "left_as_written",
            "named_columns"]

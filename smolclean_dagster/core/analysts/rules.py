@@ -37,7 +37,7 @@ from ..detectors import (
     rare_variants,
     whitespace,
 )
-from ..detectors.cells import NULL_TOKENS
+from ..detectors.cells import NULL_TOKENS, NUMBER_WITH_UNIT, unit_key
 from ..date_layouts import Layout, convert
 from ..detectors.date_format import candidate_formats
 from ..findings import Finding
@@ -47,8 +47,10 @@ from .base import AnalysisRequest, Issue, ItemDecline, Proposal
 from .asked import (
     LAYOUTS,
     REWRITES,
+    UNITS,
     asked_layouts,
     asked_rewrites,
+    asked_units,
     asks_for_iso_dates,
     asks_for_plain_numbers,
     asks_for_real_nulls,
@@ -230,6 +232,19 @@ def _rewrites(found: list[Finding], refined: list[Finding | None], columns: list
     return {"column": f.column, "mapping": mapping, "examples": _arrows(list(mapping)[:2], mapping)}
 
 
+def _units(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
+    (f,), _ = found, refined
+    mapping = dict(sorted(f.params["units"].items()))
+    return {"column": f.column, "mapping": mapping, "drop_rest": f.params["drop_rest"],
+            "units": _either([repr(u) for u in sorted(set(mapping.values()))]),
+            "examples": _arrows(list(f.params["examples"]), f.params["examples"])}
+
+
+def _either(words: list[str]) -> str:
+    """"a", "a or b", "a, b or c"."""
+    return " or ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+
+
 def _layouts(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
     (f,), _ = found, refined
     source, target = (Layout.parse(f.params[k]) for k in ("source", "target"))
@@ -296,6 +311,7 @@ RULES = {
         Rule(boolean_spellings.KIND, "unify_booleans.py.j2", "unify_booleans", _booleans),
         Rule(REWRITES, "rewrite_values.py.j2", "rewrite_values", _rewrites),
         Rule(LAYOUTS, "rewrite_date_layout.py.j2", "rewrite_date_layout", _layouts),
+        Rule(UNITS, "rewrite_units.py.j2", "rewrite_units", _units),
         Rule(dependencies.KIND, "repair_dependencies.py.j2", "repair_dependencies", _dependencies, spans_columns=True),
     )
 }
@@ -304,7 +320,7 @@ RULES_BY_TEMPLATE = {rule.template: rule for rule in RULES.values()}
 #: by then the values the dependencies are learned from are as clean as the other rules make them.
 DROP_KINDS = (dependencies.KIND,)
 #: Findings the user's words make (no detector sees them): values the instructions ask to be written otherwise.
-ASKED_KINDS = (REWRITES, LAYOUTS)
+ASKED_KINDS = (REWRITES, LAYOUTS, UNITS)
 
 
 class RulesAnalyst:
@@ -375,7 +391,7 @@ class RulesAnalyst:
                 if (f := _detect(number_format.KIND, ColumnValues.of(name, request.chunk[name]), request.instructions))
             ]
         findings += drop_findings(request, findings, {kind: rule.prefix for kind, rule in RULES.items()})
-        return findings + _asked_rewrites(request) + _asked_layouts(request)
+        return findings + _asked_rewrites(request) + _asked_layouts(request) + _asked_units(request)
 
     def _functions(self, request: AnalysisRequest, findings: list[Finding]) -> Iterator[CleaningFunction]:
         taken = {s.name for s in request.registry}
@@ -537,6 +553,33 @@ def _asked_layouts(request: AnalysisRequest) -> list[Finding]:
                                    examples=tuple(examples), params={"source": str(source), "target": str(target),
                                                                      "both_ways": both_ways, "examples": examples}))
                 break  # one layout per column: the first asked
+    return out
+
+
+def _asked_units(request: AnalysisRequest) -> list[Finding]:
+    """The units the user's instructions (or corrections, `Labels.conventions`) ask a column's numbers to be written
+    with, where the chunk or the reference rows hold a number with another spelling of one."""
+    if not request.instructions:
+        return []
+    out = []
+    for column in request.chunk.columns:
+        if (asked := asked_units(request.instructions, str(column))) is None:
+            continue
+        units, drop_rest = asked
+        held: dict[str, str] = {}
+        cells = 0
+        for value, n in _text_held(request, column).items():
+            m = NUMBER_WITH_UNIT.fullmatch(value)
+            if m and unit_key(m[3]) in units and (drop_rest or not m[4]):
+                if (written := m[1] + m[2] + units[unit_key(m[3])]) != value:
+                    held[value], cells = written, cells + n
+        if held:
+            examples = dict(list(held.items())[:2])
+            out.append(Finding(kind=UNITS, column=str(column), count=cells,
+                               message=f"{cells} cells of {str(column)!r} hold numbers whose unit the instructions ask "
+                               f"to write otherwise ({_arrows(list(examples), examples)})",
+                               examples=tuple(examples), params={"units": units, "drop_rest": drop_rest,
+                                                                 "examples": examples}))
     return out
 
 

@@ -233,3 +233,12 @@ class ColumnValues:
     def n_meaningful(self) -> int:
         """Cells holding a value (not empty, not a null token)."""
         return sum(self.meaningful.values())
+
+
+#: A number with a unit: the number as written, the space between, the unit (one word) and any words after it.
+NUMBER_WITH_UNIT = re.compile(r"\s*([-+]?\d[\d,]*(?:\.\d+)?)(\s*)([^\d\s'\"][^\d\s'\"]*)(?:\s+(\S.*?))?\s*")
+
+
+def unit_key(unit: str) -> str:
+    """What two spellings of one unit share: its letters case-folded, without the full stops ("OZ." and "oz")."""
+    return unit.casefold().replace(".", "")
