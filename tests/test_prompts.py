@@ -57,6 +57,26 @@ def test_values_are_shown_exactly_as_written():
     assert '["note"]\n["a <b> & c"]\n[null]' in user
 
 
+def test_a_ready_made_function_is_described_with_the_values_spacing_as_written():
+    from smolclean_dagster.core.analysts.base import Candidate
+
+    offered = Candidate(
+        name="strip_whitespace_beer_name", columns=("beer_name",),
+        docstring="Strip whitespace in 'beer_name' ('Yeti  Imperial Stout' -> 'Yeti Imperial Stout').\n\n"
+                  "    Every other value is kept.",
+        evidence="1 cells with repeated spaces (e.g. 'Yeti  Imperial Stout')",
+        on_labels="it breaks 1 labelled cell(s): row 955 'beer_name': the user confirmed 'Yeti  Imperial Stout', "
+                  "it writes 'Yeti Imperial Stout'")
+    chunk = pd.DataFrame({"beer_name": ["Yeti  Imperial Stout", "Lasso"]})
+    user = analysis_messages(AnalysisRequest(dataset="d", chunk_id="c", step=1, chunk=chunk,
+                                             candidates=(offered,)))[1]["content"]
+    line = next(line for line in user.splitlines() if line.startswith("- `strip_whitespace_beer_name`"))
+    # what the function changes shows only with the double space kept, in every part of its line
+    assert "('Yeti  Imperial Stout' -> 'Yeti Imperial Stout'). Every other value is kept." in line
+    assert "confirmed 'Yeti  Imperial Stout', it writes 'Yeti Imperial Stout'" in line
+    assert "(e.g. 'Yeti  Imperial Stout')" in line
+
+
 def test_typed_values_are_shown_as_values_not_as_empty_cells():
     # After a function turned prices into numbers (and tags into arrays), the model must see numbers and
     # arrays, counted as filled cells, and told apart from the text "12.5".

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -203,12 +204,24 @@ def analysis_messages(
         evidence=_evidence(request.reference),
         evidence_rows=0 if request.reference is None else len(request.reference),
         candidates=[
-            PromptEntry(name=c.name, columns=c.columns, text=_clip(" ".join(c.docstring.split()), CANDIDATE_TEXT),
-                        evidence=_clip(" ".join(c.evidence.split()), CANDIDATE_TEXT),
-                        on_labels=_clip(" ".join(c.on_labels.split()), CANDIDATE_TEXT))
+            PromptEntry(name=c.name, columns=c.columns, text=_clip(_one_line(c.docstring), CANDIDATE_TEXT),
+                        evidence=_clip(_one_line(c.evidence), CANDIDATE_TEXT),
+                        on_labels=_clip(_one_line(c.on_labels), CANDIDATE_TEXT))
             for c in request.candidates
         ],
     )
+
+
+def _one_line(text: str) -> str:
+    """`text` on one line: its line breaks and the indentation around them become one space, and every other run
+    of spaces stays, as the values quoted in it are written ("confirmed 'Yeti  Imperial Stout', it writes 'Yeti
+    Imperial Stout'" says what the function changes only with the double space kept).
+
+    Example:
+        >>> _one_line("Strip spaces ('a  b' -> 'a b').\\n\\n    Every other value is kept.")
+        "Strip spaces ('a  b' -> 'a b'). Every other value is kept."
+    """
+    return re.sub(r"[^\S\n]*\n\s*", " ", text.strip())
 
 
 #: The numbers the checks judge a function by (core/harm.py, core/entities.py), as the prompt states them: written
