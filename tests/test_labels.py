@@ -548,3 +548,78 @@ def test_corrected_units_teach_how_each_unit_is_spelled_for_the_next_drop(tmp_pa
     assert taught.drop(columns="size").equals(raw.drop(columns="size"))
     assert taught["size"].equals(truth["size"]), taught.loc[taught["size"] != truth["size"], "size"].value_counts()
     assert (raw["size"].str.endswith((" G.", " Ml")) & wrong).sum() > 50  # spellings the labels never showed
+
+
+def contacts(path: Path, rows: int, seed: int, layouts: tuple[str, ...]) -> pd.DataFrame:
+    """A contact list merged from several tools, and the truth written first: each tool lays phone numbers out its
+    own way ("(555) 123-4567", "555.123.4567", "5551234567"), each on many rows, and the list wants 555-123-4567.
+    International numbers and numbers with an extension are written as they came. Returns the truth; the file
+    holds the export."""
+    rng = random.Random(seed)
+    truth, written = [], []
+    for i in range(rows):
+        a, b, c = rng.randint(201, 989), rng.randint(200, 999), rng.randint(0, 9999)
+        kind = rng.choice(["local"] * 8 + ["international", "extension"])
+        phone = {"local": f"{a}-{b}-{c:04d}", "international": f"+44 20 {b} {c:04d}",
+                 "extension": f"{a}-{b}-{c:04d} x{rng.randint(10, 99)}"}[kind]
+        record = {"contact_id": f"C{seed}{i:05d}", "name": rng.choice(["Ann Lee", "Bo Diaz", "Cy Roe", "Di Park"]),
+                  "zip": rng.choice(["02134", "07030", "10001", "94105"]), "phone": phone}
+        truth.append(record)
+        layout = rng.choice(layouts)
+        local = layout.format(a=a, b=b, c=f"{c:04d}")
+        written.append({**record, "phone": local} if kind == "local" else record)
+    pd.DataFrame(written, dtype=str).to_csv(path, index=False)
+    return pd.DataFrame(truth, dtype=str)
+
+
+def test_corrected_phone_numbers_teach_the_layout_of_the_columns_digits_for_the_next_drop(tmp_path):
+    drop, later = tmp_path / "contacts.csv", tmp_path / "later.csv"
+    layouts = ("{a}-{b}-{c}", "({a}) {b}-{c}", "{a}.{b}.{c}", "{a}{b}{c}")
+    first = contacts(drop, 500, seed=1, layouts=layouts)
+    # the next drop brings a layout the first never held: "555 123 4567"
+    truth = contacts(later, 400, seed=2, layouts=layouts + ("{a} {b} {c}",))
+
+    def cleaned_later(workdir: Path, *extra: str) -> pd.DataFrame:
+        proc = subprocess.run([sys.executable, "-m", "smolclean_dagster.cli", "learn", str(drop), "--name", "contacts",
+                               "--workdir", str(workdir), "--concurrency", "1", "--chunk-budget", "2", *extra],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        module, out = workdir / "modules" / "contacts" / "clean_contacts.py", tmp_path / f"{workdir.name}.csv"
+        ran = subprocess.run([sys.executable, str(module), str(later), str(out)], capture_output=True, text=True)
+        assert ran.returncode == 0, ran.stderr
+        return pd.read_csv(out, dtype=str, keep_default_na=False)
+
+    raw = pd.read_csv(later, dtype=str, keep_default_na=False)
+    wrong = raw["phone"] != truth["phone"]
+    alone = cleaned_later(tmp_path / "alone")
+    assert (alone["phone"] != truth["phone"]).sum() >= wrong.sum() * 0.9, "the file alone does not say which is right"
+
+    assert main(["label", str(drop), "--name", "contacts", "--rows", "20", "-o", str(tmp_path / "to_label.csv")]) == 0
+    sample = pd.read_csv(tmp_path / "to_label.csv", dtype=str, keep_default_na=False)
+    assert sample["phone"].str.fullmatch(r"\d{10}").any()  # a number written in one run is among the rows picked
+    # the person writes each phone number of the sample as it should be; every other cell is confirmed
+    sample["phone"] = [first["phone"].iat[int(n) - 1] for n in sample[ROW]]
+    sample.to_csv(tmp_path / "corrected.csv", index=False)
+    taught = cleaned_later(tmp_path / "taught", "--labels", str(tmp_path / "corrected.csv"))
+
+    assert taught.drop(columns="phone").equals(raw.drop(columns="phone")), "zip codes keep their leading zeros"
+    assert taught["phone"].equals(truth["phone"]), taught.loc[taught["phone"] != truth["phone"], "phone"].head()
+    assert (raw["phone"].str.fullmatch(r"\d{3} \d{3} \d{4}") & wrong).sum() > 20  # a layout the labels never showed
+    assert (raw["phone"].str.startswith("+") | raw["phone"].str.contains(" x")).sum() > 40  # kept as they came
+
+
+def test_a_layout_asked_in_words_is_carried_out_by_the_rules_where_no_detector_sees_dirt(tmp_path):
+    drop = tmp_path / "contacts.csv"
+    truth = contacts(drop, 300, seed=3, layouts=("{a}-{b}-{c}", "({a}) {b}-{c}", "{a}.{b}.{c}", "{a}{b}{c}"))
+    workdir = tmp_path / "w"
+    proc = subprocess.run([sys.executable, "-m", "smolclean_dagster.cli", "learn", str(drop), "--name", "contacts",
+                           "--workdir", str(workdir), "--concurrency", "1", "--instructions",
+                           "Write the digits of column 'phone' in the layout '999-999-9999', also those written in one "
+                           "run."], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "1 instruction: 1 served" in proc.stdout, proc.stdout
+    out = tmp_path / "out.csv"
+    ran = subprocess.run([sys.executable, str(workdir / "modules" / "contacts" / "clean_contacts.py"), str(drop),
+                          str(out)], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert pd.read_csv(out, dtype=str, keep_default_na=False).equals(truth)

@@ -26,7 +26,7 @@ import pandas as pd
 
 from . import date_layouts
 from .detectors import dependencies
-from .detectors.cells import NULL_TOKENS, NUMBER_WITH_UNIT, normalise, unit_key, value_shape
+from .detectors.cells import NULL_TOKENS, NUMBER_WITH_UNIT, digit_layout, in_layout, normalise, unit_key, value_shape
 from .drops import drop_format, is_text_drop, read_drop
 from .export import render_module
 from .errors import LabelError
@@ -181,7 +181,7 @@ class Labels:
                 said.append("Fill missing values from the other rows.")
             elif normalise(cell.before or "") == cell.after and "  " in (cell.before or "").strip():
                 said.append("Collapse double spaces.")
-        said += self._date_layouts() + self._units()
+        said += self._date_layouts() + self._units() + self._digit_layouts()
         return " ".join(dict.fromkeys(said))
 
     def _date_layouts(self) -> list[str]:
@@ -222,6 +222,24 @@ class Labels:
                 listed = " or ".join([", ".join(written[:-1]), written[-1]] if len(written) > 1 else written)
                 said.append(f"Write the unit of the numbers of column {name} as '{unit}' where it is written "
                             f"{listed}{after}.")
+        return said
+
+    def _digit_layouts(self) -> list[str]:
+        """Per column, the layout its corrections write its digits in where they keep the digits and only lay them
+        out otherwise ("(555) 123-4567" -> "555-123-4567": every phone number of the column whose digits are
+        grouped 3-3-4, or run together, is wanted 999-999-9999), in the words `asked.asked_digit_layout` reads."""
+        said = []
+        cells = self.cells
+        for column in dict.fromkeys(c.column for c in cells if c.corrected):
+            mine = [c for c in cells if c.column == column]
+            taught = layout_taught([(c.before or "", c.after or "") for c in mine if c.corrected],
+                                   confirmed=[c.after for c in mine if not c.corrected and c.after])
+            if taught is not None:
+                layout, runs, (before, after) = taught
+                name = f"'{column}'" if "'" not in column else f'"{column}"'
+                also = ", also those written in one run" if runs else ""
+                said.append(f"Write the digits of column {name} in the layout '{layout}'{also} (as in '{before}' -> "
+                            f"'{after}').")
         return said
 
     def summary(self) -> str:
@@ -267,6 +285,45 @@ def units_taught(corrected: list[tuple[str, str]], confirmed: list[str]) -> tupl
             return None
     units = {unit: tuple(sorted(spellings.get(unit, ()))) for unit in sorted(set(wanted.values()))}
     return (units, drop_rest) if any(units.values()) or drop_rest else None
+
+
+def layout_taught(corrected: list[tuple[str, str]],
+                  confirmed: list[str]) -> tuple[str, bool, tuple[str, str]] | None:
+    """The layout (`cells.digit_layout`) corrections (before, after) write a column's digits in where they keep the
+    digits, in order, and only lay them out otherwise; whether one of them ran its digits together (then digits
+    written so are laid out too); and one such correction. None where they teach none, two layouts, a number
+    ("1,234.50" -> "1234.50" is a number's form, not a layout), or a `confirmed` cell whose digits fit the layout
+    is written otherwise.
+
+    Example:
+        >>> layout_taught([("(555) 123-4567", "555-123-4567"), ("5559876543", "555-987-6543")], ["555-111-2222"])
+        ('999-999-9999', True, ('(555) 123-4567', '555-123-4567'))
+        >>> layout_taught([("(555) 123-4567", "555-123-4567")], confirmed=["555.111.2222"]) is None
+        True
+    """
+    layouts: dict[str, tuple[str, str]] = {}
+    runs = False
+    for before, after in corrected:
+        layout = digit_layout(after)
+        if layout is None or before.strip() == after.strip() or _is_number(after) or len(re.findall(r"9+", layout)) < 2:
+            continue
+        if in_layout(before, layout, runs=True) == after.strip():
+            layouts.setdefault(layout, (before.strip(), after.strip()))
+            runs |= in_layout(before, layout) is None  # laid out only as a run
+    if len(layouts) != 1:
+        return None
+    ((layout, example),) = layouts.items()
+    if any((fit := in_layout(value, layout, runs)) is not None and fit != value.strip() for value in confirmed):
+        return None
+    return layout, runs, example
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text.strip().replace(",", ""))
+    except ValueError:
+        return False
+    return True
 
 
 def _same_number(a: str, b: str) -> bool:

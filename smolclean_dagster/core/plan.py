@@ -176,6 +176,7 @@ def select_wave(
     ask_model: bool = False,
     held_out: tuple[str, ...] = (),
     taught: bool = False,
+    asked: bool = False,
 ) -> ChunkPlan:
     """Choose the next wave: chunks whose residual dirt no chosen chunk has shown, then a spread sample, or a
     chunk for the instruction items still open. The first wave has at most `first_wave` chunks: one for a
@@ -185,7 +186,8 @@ def select_wave(
     Residual dirt in chunks the analyst already worked on is dirt it could not fix there: another chunk
     showing only that is not worth a call. Selection is done when nothing new is left, or the chunk budget
     or the step budget is spent. A drop whose labelled rows hold corrections (`taught`) gets one chunk even when
-    no detector sees dirt: the corrections show what the user wants written otherwise. Before it is done, a
+    no detector sees dirt: the corrections show what the user wants written otherwise; so does a drop whose
+    instructions ask the rules a rewrite (`asked`: values, units, date or digit layouts). Before it is done, a
     model is given one more chunk for the kinds of dirt still left on the held-out rows (`held_out`,
     "kind:column"), each kind once: it is told the kinds and the columns, never the held-out values, so the
     held-out check stays a check on rows it never saw.
@@ -231,6 +233,8 @@ def select_wave(
     # Corrections the user made are dirt no detector may see ("7.0" where the user writes "7"): they need a chunk.
     if not reasons and taught and plan.waves == 0 and spare:
         reasons[spare.pop(0)] = "the user's corrected rows show changes the chunks' detectors do not see"
+    if not reasons and asked and plan.waves == 0 and spare:
+        reasons[spare.pop(0)] = "the instructions ask rewrites the chunks' detectors do not see"
     # A model that is configured is always asked: it reads the whole drop's evidence, which no chunk's detectors see.
     if not reasons and ask_model and plan.waves == 0 and spare:
         reasons[spare.pop(0)] = "the model is asked once over the whole drop's evidence (the chunks' detectors are quiet)"
@@ -278,10 +282,12 @@ def plan_chunks(
     ask_model: bool = False,
     left_alone: frozenset[str] = frozenset(),
     taught: bool = False,
+    asked: bool = False,
 ) -> ChunkPlan:
     """Split a drop (or continue `previous`) and choose the next wave of chunks for the analyst. Kinds of dirt in
     `left_alone` (those the defaults leave as written, such as null tokens nobody asked to null) do not go back
-    to the model from the held-out rows. `taught`: the drop's labelled rows hold corrections (see `select_wave`).
+    to the model from the held-out rows. `taught`: the drop's labelled rows hold corrections; `asked`: the
+    instructions ask the rules a rewrite (see `select_wave`).
 
     Example:
         >>> plan = plan_chunks(df, dataset="c", drop="c.csv", chunk_size=50, budget=8, holdout_fraction=0.2)  # doctest: +SKIP
@@ -297,7 +303,7 @@ def plan_chunks(
     held_out = held_out_residual(plan, df, clean, left_alone) if ask_model and plan.waves and clean is not None else ()
     return select_wave(plan, signatures, wave_size=wave_size or budget, budget=budget, steps=steps,
                        open_items=open_items, first_wave=first_wave, ask_model=ask_model, held_out=held_out,
-                       taught=taught)
+                       taught=taught, asked=asked)
 
 
 def held_out_residual(plan: ChunkPlan, df: pd.DataFrame, clean: Cleaner,

@@ -72,6 +72,10 @@ _LAYOUTS = re.compile(rf"\bdates?\b.*?\bwritten\s+({_LAYOUT_WORD})\b.*?\bin the 
 #: whether words written after such a unit go too.
 _UNITS = re.compile(rf"\bunit\b.*?\bas\s+({_QUOTED})\s+where it is written\s+({_QUOTED_LIST})"
                     r"(.*\bwords written after it\b)?", re.IGNORECASE)
+#: Digits laid out one way: "the digits of column 'phone' in the layout '999-999-9999'", and whether digits
+#: written in one run are laid out too.
+_DIGIT_LAYOUT = re.compile(rf"\bdigits\b.*?\bin the layout\s+({_QUOTED})(.*\balso those written in one run\b)?",
+                           re.IGNORECASE)
 _ISO_DATES = re.compile(r"^(?=.*\bdates?\b).*?(?:\bISO(?:[ -]?8601)?\b|\bYYYY-MM-DD\b)", re.IGNORECASE | re.MULTILINE)
 
 
@@ -267,6 +271,35 @@ def asked_units(instructions: str, column: str) -> tuple[dict[str, str], bool] |
     return (units, drop_rest) if units else None
 
 
+def asked_digit_layout(instructions: str, column: str) -> tuple[str, bool] | None:
+    """The layout the user asks `column`'s digits to be written in ("Write the digits of column 'phone' in the layout
+    '999-999-9999'."; each digit written 9, `cells.digit_layout`), as a person's corrections teach it
+    (`Labels.conventions`), and whether digits written in one run are laid out too; None when nothing asks it. The
+    first item to ask one decides.
+
+    Example:
+        >>> asked_digit_layout("Write the digits of column 'phone' in the layout '(999) 999-9999', also those "
+        ...                    "written in one run.", "phone")
+        ('(999) 999-9999', True)
+    """
+    for text in _item_texts(instructions):
+        if in_scope(text, column) and (m := _DIGIT_LAYOUT.search(text)):
+            return m[1][1:-1], bool(m[2])
+    return None
+
+
+def asks_the_rules(instructions: str, columns: Iterable[str]) -> bool:
+    """Whether the user's instructions ask a rewrite of one of `columns` that the rules carry out and no detector
+    sees: values written otherwise, a unit, a date layout or a digit layout.
+
+    Example:
+        >>> asks_the_rules("Write the digits of column 'phone' in the layout '999-999-9999'.", ["id", "phone"])
+        True
+    """
+    asks = (asked_rewrites, asked_layouts, asked_units, asked_digit_layout)
+    return bool(instructions) and any(ask(instructions, c) for c in columns for ask in asks)
+
+
 def asks_to_keep(text: str) -> bool:
     """Whether an instruction item asks for cells to stay as they are written ("Keep 'N/A' as written in column
     'email'."): carried out by changing nothing, so no function serves it.
@@ -301,6 +334,7 @@ def left_as_written(instructions: str) -> frozenset[str]:
 REWRITES = "asked_rewrites"
 LAYOUTS = "asked_date_layouts"
 UNITS = "asked_units"
+DIGITS = "asked_digit_layouts"
 
 _ASKS = {
     null_tokens.KIND: _REAL_NULLS, number_format.KIND: _PLAIN_NUMBERS, broken_text.KIND: _DEBRIS,
@@ -325,6 +359,8 @@ def items_served(kind: str, columns: Iterable[str], items: Iterable[ItemState]) 
             asked = any(asked_layouts(item.text, c) for c in columns)
         elif kind == UNITS:
             asked = any(asked_units(item.text, c) for c in columns)
+        elif kind == DIGITS:
+            asked = any(asked_digit_layout(item.text, c) for c in columns)
         else:
             pattern = _ASKS.get(kind)
             asked = pattern is not None and bool(pattern.search(item.text)) and any(in_scope(item.text, c) for c in columns)
@@ -333,7 +369,8 @@ def items_served(kind: str, columns: Iterable[str], items: Iterable[ItemState]) 
     return tuple(out)
 
 
-__all__ = ["LAYOUTS", "REWRITES", "UNITS", "asked_layouts", "asked_rewrites", "asked_units", "asks_for_iso_dates", "asks_for_plain_numbers",
-           "asks_for_real_nulls", "asks_for_whole_numbers", "asks_to_fill", "asks_to_keep", "asks_to_normalise_whitespace",
-           "asks_to_remove_debris", "asks_without_leading_zeros", "in_scope", "items_served", "left_as_written",
-           "named_columns"]
+__all__ = ["DIGITS", "LAYOUTS", "REWRITES", "UNITS", "asked_digit_layout", "asked_layouts", "asked_rewrites",
+           "asked_units", "asks_for_iso_dates", "asks_for_plain_numbers", "asks_for_real_nulls",
+           "asks_for_whole_numbers", "asks_the_rules", "asks_to_fill", "asks_to_keep",
+           "asks_to_normalise_whitespace", "asks_to_remove_debris", "asks_without_leading_zeros", "in_scope",
+           "items_served", "left_as_written", "named_columns"]

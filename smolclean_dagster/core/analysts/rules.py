@@ -37,7 +37,7 @@ from ..detectors import (
     rare_variants,
     whitespace,
 )
-from ..detectors.cells import NULL_TOKENS, NUMBER_WITH_UNIT, unit_key
+from ..detectors.cells import NULL_TOKENS, NUMBER_WITH_UNIT, in_layout, unit_key
 from ..date_layouts import Layout, convert
 from ..detectors.date_format import candidate_formats
 from ..findings import Finding
@@ -45,9 +45,11 @@ from ..functions import CleaningFunction, RuleSpec, kept_as_written
 from ..profile import detect_issues
 from .base import AnalysisRequest, Issue, ItemDecline, Proposal
 from .asked import (
+    DIGITS,
     LAYOUTS,
     REWRITES,
     UNITS,
+    asked_digit_layout,
     asked_layouts,
     asked_rewrites,
     asked_units,
@@ -240,6 +242,13 @@ def _units(found: list[Finding], refined: list[Finding | None], columns: list[Co
             "examples": _arrows(list(f.params["examples"]), f.params["examples"])}
 
 
+def _digits(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
+    (f,), _ = found, refined
+    layout = f.params["layout"]
+    return {"column": f.column, "layout": layout, "groups": [len(g) for g in re.findall(r"9+", layout)],
+            "runs": f.params["runs"], "examples": _arrows(list(f.params["examples"]), f.params["examples"])}
+
+
 def _either(words: list[str]) -> str:
     """"a", "a or b", "a, b or c"."""
     return " or ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
@@ -312,6 +321,7 @@ RULES = {
         Rule(REWRITES, "rewrite_values.py.j2", "rewrite_values", _rewrites),
         Rule(LAYOUTS, "rewrite_date_layout.py.j2", "rewrite_date_layout", _layouts),
         Rule(UNITS, "rewrite_units.py.j2", "rewrite_units", _units),
+        Rule(DIGITS, "rewrite_digit_layout.py.j2", "rewrite_digit_layout", _digits),
         Rule(dependencies.KIND, "repair_dependencies.py.j2", "repair_dependencies", _dependencies, spans_columns=True),
     )
 }
@@ -320,7 +330,7 @@ RULES_BY_TEMPLATE = {rule.template: rule for rule in RULES.values()}
 #: by then the values the dependencies are learned from are as clean as the other rules make them.
 DROP_KINDS = (dependencies.KIND,)
 #: Findings the user's words make (no detector sees them): values the instructions ask to be written otherwise.
-ASKED_KINDS = (REWRITES, LAYOUTS, UNITS)
+ASKED_KINDS = (REWRITES, LAYOUTS, UNITS, DIGITS)
 
 
 class RulesAnalyst:
@@ -391,7 +401,8 @@ class RulesAnalyst:
                 if (f := _detect(number_format.KIND, ColumnValues.of(name, request.chunk[name]), request.instructions))
             ]
         findings += drop_findings(request, findings, {kind: rule.prefix for kind, rule in RULES.items()})
-        return findings + _asked_rewrites(request) + _asked_layouts(request) + _asked_units(request)
+        asked = _asked_rewrites(request) + _asked_layouts(request) + _asked_units(request) + _asked_digits(request)
+        return findings + asked
 
     def _functions(self, request: AnalysisRequest, findings: list[Finding]) -> Iterator[CleaningFunction]:
         taken = {s.name for s in request.registry}
@@ -579,6 +590,31 @@ def _asked_units(request: AnalysisRequest) -> list[Finding]:
                                message=f"{cells} cells of {str(column)!r} hold numbers whose unit the instructions ask "
                                f"to write otherwise ({_arrows(list(examples), examples)})",
                                examples=tuple(examples), params={"units": units, "drop_rest": drop_rest,
+                                                                 "examples": examples}))
+    return out
+
+
+def _asked_digits(request: AnalysisRequest) -> list[Finding]:
+    """The layout the user's instructions (or corrections, `Labels.conventions`) ask a column's digits to be written
+    in, where the chunk or the reference rows hold digits that fit it written otherwise."""
+    if not request.instructions:
+        return []
+    out = []
+    for column in request.chunk.columns:
+        if (asked := asked_digit_layout(request.instructions, str(column))) is None:
+            continue
+        layout, runs = asked
+        held: dict[str, str] = {}
+        cells = 0
+        for value, n in _text_held(request, column).items():
+            if (written := in_layout(value, layout, runs)) is not None and written != value:
+                held[value], cells = written, cells + n
+        if held:
+            examples = dict(list(held.items())[:2])
+            out.append(Finding(kind=DIGITS, column=str(column), count=cells,
+                               message=f"{cells} cells of {str(column)!r} hold digits the instructions ask in the "
+                               f"layout {layout!r} ({_arrows(list(examples), examples)})",
+                               examples=tuple(examples), params={"layout": layout, "runs": runs,
                                                                  "examples": examples}))
     return out
 

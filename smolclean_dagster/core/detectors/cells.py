@@ -242,3 +242,40 @@ NUMBER_WITH_UNIT = re.compile(r"\s*([-+]?\d[\d,]*(?:\.\d+)?)(\s*)([^\d\s'\"][^\d
 def unit_key(unit: str) -> str:
     """What two spellings of one unit share: its letters case-folded, without the full stops ("OZ." and "oz")."""
     return unit.casefold().replace(".", "")
+
+
+#: A value written with digits and separators only: spaces, dashes, full stops, slashes and brackets.
+DIGITS_AND_SEPARATORS = re.compile(r"[\d\s().\-/]*\d[\d\s().\-/]*")
+
+
+def digit_layout(value: str) -> str | None:
+    """How a value of digits and separators is laid out: each digit written 9 ("(555) 123-4567" -> "(999)
+    999-9999"); None for a value with other characters.
+
+    Example:
+        >>> digit_layout("(555) 123-4567"), digit_layout("555-123-4567 x12")
+        ('(999) 999-9999', None)
+    """
+    value = value.strip()
+    return re.sub(r"\d", "9", value) if DIGITS_AND_SEPARATORS.fullmatch(value) else None
+
+
+def in_layout(value: str, layout: str, runs: bool = False) -> str | None:
+    """`value` written in `layout` (`digit_layout`), where its digits fit it: grouped as the layout groups them, or
+    (with `runs`) all in one run of as many digits; None where they do not, or `value` holds anything but digits
+    and separators.
+
+    Example:
+        >>> in_layout("555.123.4567", "999-999-9999"), in_layout("5551234567", "999-999-9999", runs=True)
+        ('555-123-4567', '555-123-4567')
+        >>> in_layout("05/01/2020", "9999-99-99") is None, in_layout("5551234567", "999-999-9999") is None
+        (True, True)
+    """
+    if digit_layout(value) is None:
+        return None
+    groups, wanted = re.findall(r"\d+", value), [len(g) for g in re.findall(r"9+", layout)]
+    digits = "".join(groups)
+    if [len(g) for g in groups] != wanted and not (runs and len(groups) == 1 and len(digits) == sum(wanted)):
+        return None
+    it = iter(digits)
+    return re.sub(r"9", lambda _: next(it), layout)
