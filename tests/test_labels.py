@@ -492,6 +492,19 @@ def test_corrected_dates_teach_the_layout_they_are_wanted_in_for_the_next_drop(t
     assert both_ways.sum() > 100 and (changed == settled).all(), (changed.sum(), settled.sum())
 
 
+def learned_and_cleaned(drop: Path, later: Path, name: str, workdir: Path, *extra: str) -> pd.DataFrame:
+    """`later` as the module learned from `drop` (with `extra` options) in `workdir` writes it."""
+    proc = subprocess.run([sys.executable, "-m", "smolclean_dagster.cli", "learn", str(drop), "--name", name,
+                           "--workdir", str(workdir), "--concurrency", "1", "--chunk-budget", "2", *extra],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    out = workdir.with_suffix(".csv")
+    ran = subprocess.run([sys.executable, str(workdir / "modules" / name / f"clean_{name}.py"), str(later), str(out)],
+                         capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    return pd.read_csv(out, dtype=str, keep_default_na=False)
+
+
 #: How the suppliers of `groceries` spell each unit, the right spelling first.
 UNIT_SPELLINGS = {"g": ["g", "G", "gr."], "ml": ["ml", "ML", "mL."]}
 
@@ -521,19 +534,9 @@ def test_corrected_units_teach_how_each_unit_is_spelled_for_the_next_drop(tmp_pa
     # the next drop brings spellings of the same units the first never held: "G." and "Ml"
     truth = groceries(later, 400, seed=2, spellings={"g": ["g", "G", "gr.", "G."], "ml": ["ml", "ML", "mL.", "Ml"]})
 
-    def cleaned_later(workdir: Path, *extra: str) -> pd.DataFrame:
-        proc = subprocess.run([sys.executable, "-m", "smolclean_dagster.cli", "learn", str(drop), "--name", "groceries",
-                               "--workdir", str(workdir), "--concurrency", "1", "--chunk-budget", "2", *extra],
-                              capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr
-        module, out = workdir / "modules" / "groceries" / "clean_groceries.py", tmp_path / f"{workdir.name}.csv"
-        ran = subprocess.run([sys.executable, str(module), str(later), str(out)], capture_output=True, text=True)
-        assert ran.returncode == 0, ran.stderr
-        return pd.read_csv(out, dtype=str, keep_default_na=False)
-
     raw = pd.read_csv(later, dtype=str, keep_default_na=False)
     wrong = raw["size"] != truth["size"]
-    alone = cleaned_later(tmp_path / "alone")
+    alone = learned_and_cleaned(drop, later, "groceries", tmp_path / "alone")
     assert (alone["size"] != truth["size"]).sum() >= wrong.sum() * 0.9, "the file alone does not say which is right"
 
     assert main(["label", str(drop), "--name", "groceries", "--rows", "20", "-o", str(tmp_path / "to_label.csv")]) == 0
@@ -543,7 +546,8 @@ def test_corrected_units_teach_how_each_unit_is_spelled_for_the_next_drop(tmp_pa
     # the person writes each size of the sample as it should be; every other cell is confirmed
     sample["size"] = [first["size"].iat[int(n) - 1] for n in sample[ROW]]
     sample.to_csv(tmp_path / "corrected.csv", index=False)
-    taught = cleaned_later(tmp_path / "taught", "--labels", str(tmp_path / "corrected.csv"))
+    taught = learned_and_cleaned(drop, later, "groceries", tmp_path / "taught", "--labels",
+                                 str(tmp_path / "corrected.csv"))
 
     assert taught.drop(columns="size").equals(raw.drop(columns="size"))
     assert taught["size"].equals(truth["size"]), taught.loc[taught["size"] != truth["size"], "size"].value_counts()
@@ -579,19 +583,9 @@ def test_corrected_phone_numbers_teach_the_layout_of_the_columns_digits_for_the_
     # the next drop brings a layout the first never held: "555 123 4567"
     truth = contacts(later, 400, seed=2, layouts=layouts + ("{a} {b} {c}",))
 
-    def cleaned_later(workdir: Path, *extra: str) -> pd.DataFrame:
-        proc = subprocess.run([sys.executable, "-m", "smolclean_dagster.cli", "learn", str(drop), "--name", "contacts",
-                               "--workdir", str(workdir), "--concurrency", "1", "--chunk-budget", "2", *extra],
-                              capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr
-        module, out = workdir / "modules" / "contacts" / "clean_contacts.py", tmp_path / f"{workdir.name}.csv"
-        ran = subprocess.run([sys.executable, str(module), str(later), str(out)], capture_output=True, text=True)
-        assert ran.returncode == 0, ran.stderr
-        return pd.read_csv(out, dtype=str, keep_default_na=False)
-
     raw = pd.read_csv(later, dtype=str, keep_default_na=False)
     wrong = raw["phone"] != truth["phone"]
-    alone = cleaned_later(tmp_path / "alone")
+    alone = learned_and_cleaned(drop, later, "contacts", tmp_path / "alone")
     assert (alone["phone"] != truth["phone"]).sum() >= wrong.sum() * 0.9, "the file alone does not say which is right"
 
     assert main(["label", str(drop), "--name", "contacts", "--rows", "20", "-o", str(tmp_path / "to_label.csv")]) == 0
@@ -600,7 +594,8 @@ def test_corrected_phone_numbers_teach_the_layout_of_the_columns_digits_for_the_
     # the person writes each phone number of the sample as it should be; every other cell is confirmed
     sample["phone"] = [first["phone"].iat[int(n) - 1] for n in sample[ROW]]
     sample.to_csv(tmp_path / "corrected.csv", index=False)
-    taught = cleaned_later(tmp_path / "taught", "--labels", str(tmp_path / "corrected.csv"))
+    taught = learned_and_cleaned(drop, later, "contacts", tmp_path / "taught", "--labels",
+                                 str(tmp_path / "corrected.csv"))
 
     assert taught.drop(columns="phone").equals(raw.drop(columns="phone")), "zip codes keep their leading zeros"
     assert taught["phone"].equals(truth["phone"]), taught.loc[taught["phone"] != truth["phone"], "phone"].head()

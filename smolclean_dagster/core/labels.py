@@ -188,16 +188,10 @@ class Labels:
         """Per column, the date layout its corrections teach ("4/2/15" -> "2/15/04": dates written Y/M/DD are
         wanted M/D/YY), in the words `asked.asked_layouts` reads."""
         said = []
-        cells = self.cells
-        for column in dict.fromkeys(c.column for c in cells if c.corrected):
-            mine = [c for c in cells if c.column == column]
-            taught = date_layouts.learn([(c.before or "", c.after or "") for c in mine if c.corrected],
-                                        confirmed=[c.after for c in mine if not c.corrected and c.after])
-            if taught is not None:
-                name = f"'{column}'" if "'" not in column else f'"{column}"'
-                both = ", also those that read both ways" if taught.both_ways else ""
-                said.append(f"Write the dates of column {name} written {taught.source} (as in '{taught.example[0]}') "
-                            f"in the layout {taught.target} (as in '{taught.example[1]}'){both}.")
+        for name, taught in self._taught(date_layouts.learn):
+            both = ", also those that read both ways" if taught.both_ways else ""
+            said.append(f"Write the dates of column {name} written {taught.source} (as in '{taught.example[0]}') "
+                        f"in the layout {taught.target} (as in '{taught.example[1]}'){both}.")
         return said
 
     def _units(self) -> list[str]:
@@ -207,15 +201,7 @@ class Labels:
         `asked.asked_units` reads: an item per unit. Nothing is taught where the corrections spell one unit two
         ways, a confirmed cell keeps a spelling they replace, or a number itself changes."""
         said = []
-        cells = self.cells
-        for column in dict.fromkeys(c.column for c in cells if c.corrected):
-            mine = [c for c in cells if c.column == column]
-            taught = units_taught([(c.before or "", c.after or "") for c in mine if c.corrected],
-                                  confirmed=[c.after for c in mine if not c.corrected and c.after])
-            if taught is None:
-                continue
-            units, drop_rest = taught
-            name = f"'{column}'" if "'" not in column else f'"{column}"'
+        for name, (units, drop_rest) in self._taught(units_taught):
             after = ", and drop the words written after it" if drop_rest else ""
             for unit, spellings in units.items():
                 written = [f"'{s}'" for s in spellings] or [f"'{unit}'"]
@@ -229,18 +215,25 @@ class Labels:
         out otherwise ("(555) 123-4567" -> "555-123-4567": every phone number of the column whose digits are
         grouped 3-3-4, or run together, is wanted 999-999-9999), in the words `asked.asked_digit_layout` reads."""
         said = []
+        for name, (layout, runs, (before, after)) in self._taught(layout_taught):
+            also = ", also those written in one run" if runs else ""
+            said.append(f"Write the digits of column {name} in the layout '{layout}'{also} (as in '{before}' -> "
+                        f"'{after}').")
+        return said
+
+    def _taught(self, learn) -> list[tuple[str, object]]:
+        """(the column's name quoted, what `learn(corrected, confirmed=...)` finds) for each column with corrections
+        where it finds something: `corrected` the (before, after) of its corrected cells, `confirmed` the values of
+        its other cells."""
+        out = []
         cells = self.cells
         for column in dict.fromkeys(c.column for c in cells if c.corrected):
             mine = [c for c in cells if c.column == column]
-            taught = layout_taught([(c.before or "", c.after or "") for c in mine if c.corrected],
-                                   confirmed=[c.after for c in mine if not c.corrected and c.after])
+            taught = learn([(c.before or "", c.after or "") for c in mine if c.corrected],
+                           confirmed=[c.after for c in mine if not c.corrected and c.after])
             if taught is not None:
-                layout, runs, (before, after) = taught
-                name = f"'{column}'" if "'" not in column else f'"{column}"'
-                also = ", also those written in one run" if runs else ""
-                said.append(f"Write the digits of column {name} in the layout '{layout}'{also} (as in '{before}' -> "
-                            f"'{after}').")
-        return said
+                out.append((f"'{column}'" if "'" not in column else f'"{column}"', taught))
+        return out
 
     def summary(self) -> str:
         """One line: how many rows, cells corrected and confirmed."""

@@ -570,52 +570,57 @@ def _asked_layouts(request: AnalysisRequest) -> list[Finding]:
 def _asked_units(request: AnalysisRequest) -> list[Finding]:
     """The units the user's instructions (or corrections, `Labels.conventions`) ask a column's numbers to be written
     with, where the chunk or the reference rows hold a number with another spelling of one."""
-    if not request.instructions:
-        return []
-    out = []
-    for column in request.chunk.columns:
-        if (asked := asked_units(request.instructions, str(column))) is None:
-            continue
-        units, drop_rest = asked
-        held: dict[str, str] = {}
-        cells = 0
-        for value, n in _text_held(request, column).items():
+
+    def asked(instructions: str, column: str):
+        if (found := asked_units(instructions, column)) is None:
+            return None
+        units, drop_rest = found
+
+        def rewrite(value: str) -> str | None:
             m = NUMBER_WITH_UNIT.fullmatch(value)
-            if m and unit_key(m[3]) in units and (drop_rest or not m[4]):
-                if (written := m[1] + m[2] + units[unit_key(m[3])]) != value:
-                    held[value], cells = written, cells + n
-        if held:
-            examples = dict(list(held.items())[:2])
-            out.append(Finding(kind=UNITS, column=str(column), count=cells,
-                               message=f"{cells} cells of {str(column)!r} hold numbers whose unit the instructions ask "
-                               f"to write otherwise ({_arrows(list(examples), examples)})",
-                               examples=tuple(examples), params={"units": units, "drop_rest": drop_rest,
-                                                                 "examples": examples}))
-    return out
+            ok = m and unit_key(m[3]) in units and (drop_rest or not m[4])
+            return m[1] + m[2] + units[unit_key(m[3])] if ok else None
+
+        return rewrite, {"units": units, "drop_rest": drop_rest}
+
+    return _asked_values(request, UNITS, asked, "numbers whose unit the instructions ask to write otherwise")
 
 
 def _asked_digits(request: AnalysisRequest) -> list[Finding]:
     """The layout the user's instructions (or corrections, `Labels.conventions`) ask a column's digits to be written
     in, where the chunk or the reference rows hold digits that fit it written otherwise."""
+
+    def asked(instructions: str, column: str):
+        if (found := asked_digit_layout(instructions, column)) is None:
+            return None
+        layout, runs = found
+        return (lambda value: in_layout(value, layout, runs)), {"layout": layout, "runs": runs}
+
+    return _asked_values(request, DIGITS, asked, "digits the instructions ask in another layout")
+
+
+def _asked_values(request: AnalysisRequest, kind: str, asked, what: str) -> list[Finding]:
+    """A finding of `kind` per column the instructions ask a rewrite of (`asked(instructions, column)`: the rewrite
+    of one value, None where it keeps it, and the finding's params; or None), where the chunk or the reference
+    rows hold values it writes otherwise: "N cells of 'col' hold `what` (examples)"."""
     if not request.instructions:
         return []
     out = []
     for column in request.chunk.columns:
-        if (asked := asked_digit_layout(request.instructions, str(column))) is None:
+        if (found := asked(request.instructions, str(column))) is None:
             continue
-        layout, runs = asked
+        rewrite, params = found
         held: dict[str, str] = {}
         cells = 0
         for value, n in _text_held(request, column).items():
-            if (written := in_layout(value, layout, runs)) is not None and written != value:
+            if (written := rewrite(value)) is not None and written != value:
                 held[value], cells = written, cells + n
         if held:
             examples = dict(list(held.items())[:2])
-            out.append(Finding(kind=DIGITS, column=str(column), count=cells,
-                               message=f"{cells} cells of {str(column)!r} hold digits the instructions ask in the "
-                               f"layout {layout!r} ({_arrows(list(examples), examples)})",
-                               examples=tuple(examples), params={"layout": layout, "runs": runs,
-                                                                 "examples": examples}))
+            out.append(Finding(kind=kind, column=str(column), count=cells,
+                               message=f"{cells} cells of {str(column)!r} hold {what} "
+                               f"({_arrows(list(examples), examples)})",
+                               examples=tuple(examples), params={**params, "examples": examples}))
     return out
 
 
