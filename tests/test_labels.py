@@ -618,3 +618,29 @@ def test_a_layout_asked_in_words_is_carried_out_by_the_rules_where_no_detector_s
                           str(out)], capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr
     assert pd.read_csv(out, dtype=str, keep_default_na=False).equals(truth)
+
+
+def readings(path: Path, rows: int, seed: int) -> pd.DataFrame:
+    """Water samples with a pH reading missing on about one row in six. Returns the truth, where a missing reading
+    is written "n/a (not measured)"; the file leaves it empty."""
+    rng = random.Random(seed)
+    truth = pd.DataFrame([{"sample_id": f"S{seed}{i:04d}", "site": rng.choice(["North", "South", "East"]),
+                           "ph": "n/a (not measured)" if rng.random() < 0.15 else f"{rng.uniform(6, 8):.2f}",
+                           "temp": f"{rng.uniform(10, 20):.1f}"} for i in range(rows)], dtype=str)
+    truth.assign(ph=truth["ph"].where(truth["ph"] != "n/a (not measured)", "")).to_csv(path, index=False)
+    return truth
+
+
+def test_a_placeholder_written_into_empty_cells_teaches_how_the_columns_missing_values_are_written(tmp_path):
+    drop, later = tmp_path / "readings.csv", tmp_path / "later.csv"
+    first, truth = readings(drop, 400, seed=1), readings(later, 300, seed=2)
+    raw = pd.read_csv(later, dtype=str, keep_default_na=False)
+    assert main(["label", str(drop), "--name", "readings", "--rows", "20", "-o", str(tmp_path / "to_label.csv")]) == 0
+    sample = pd.read_csv(tmp_path / "to_label.csv", dtype=str, keep_default_na=False)
+    assert (sample["ph"] == "").any()
+    sample["ph"] = [first["ph"].iat[int(n) - 1] for n in sample[ROW]]
+    sample.to_csv(tmp_path / "corrected.csv", index=False)
+    taught = learned_and_cleaned(drop, later, "readings", tmp_path / "taught", "--labels",
+                                 str(tmp_path / "corrected.csv"))
+    assert (raw["ph"] == "").sum() > 20
+    assert taught.equals(truth), taught.loc[taught["ph"] != truth["ph"], "ph"].head()

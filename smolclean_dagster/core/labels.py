@@ -177,11 +177,13 @@ class Labels:
                     said.append(f"Write numbers without leading zeros in column {column}.")
                 if re.fullmatch(r"[-+]?\d+\.0", before) and "." not in after:
                     said.append(f"Write whole numbers without a decimal point in column {column}.")
-            elif not before and after:
+            elif not before and after and not is_placeholder(after):  # a placeholder is how a missing value is written
                 said.append("Fill missing values from the other rows.")
             elif normalise(cell.before or "") == cell.after and "  " in (cell.before or "").strip():
                 said.append("Collapse double spaces.")
         said += self._date_layouts() + self._units() + self._digit_layouts()
+        if "Write placeholders as empty." not in said:
+            said += self._placeholders()
         return " ".join(dict.fromkeys(said))
 
     def _date_layouts(self) -> list[str]:
@@ -219,6 +221,20 @@ class Labels:
             also = ", also those written in one run" if runs else ""
             said.append(f"Write the digits of column {name} in the layout '{layout}'{also} (as in '{before}' -> "
                         f"'{after}').")
+        return said
+
+    def _placeholders(self) -> list[str]:
+        """Per column, the placeholder its corrections write its empty cells as ("" -> "n/a (not measured)"), where
+        every empty cell corrected there is written so and no empty cell there is confirmed, in the words
+        `asked.asked_placeholder` reads."""
+        said = []
+        cells = self.cells
+        for column in dict.fromkeys(c.column for c in cells if c.corrected):
+            empty = [c for c in cells if c.column == column and not (c.before or "").strip()]
+            written = {(c.after or "").strip() for c in empty}
+            if len(written) == 1 and is_placeholder(placeholder := written.pop()) and "'" not in placeholder:
+                name = f"'{column}'" if "'" not in column else f'"{column}"'
+                said.append(f"Write the empty cells of column {name} as '{placeholder}'.")
         return said
 
     def _taught(self, learn) -> list[tuple[str, object]]:
@@ -278,6 +294,22 @@ def units_taught(corrected: list[tuple[str, str]], confirmed: list[str]) -> tupl
             return None
     units = {unit: tuple(sorted(spellings.get(unit, ()))) for unit in sorted(set(wanted.values()))}
     return (units, drop_rest) if any(units.values()) or drop_rest else None
+
+
+#: Words a placeholder for a missing value starts with, besides the null tokens ("unknown", "n/a (not measured)").
+PLACEHOLDER_WORDS = frozenset({"unknown", "missing", "tbd", "empty", "blank", "not"})
+
+
+def is_placeholder(text: str) -> bool:
+    """Whether `text` stands for a missing value: a null token, or a text whose first word is one or says so.
+
+    Example:
+        >>> is_placeholder("N/A"), is_placeholder("nan (wait to be cleaned)"), is_placeholder("Unknown"), is_placeholder("0")
+        (True, True, True, False)
+    """
+    text = text.strip().casefold()
+    first = re.split(r"[\s(\[,;:]", text, maxsplit=1)[0]
+    return bool(text) and (text in NULL_TOKENS or first in NULL_TOKENS or first in PLACEHOLDER_WORDS)
 
 
 def layout_taught(corrected: list[tuple[str, str]],

@@ -76,6 +76,8 @@ _UNITS = re.compile(rf"\bunit\b.*?\bas\s+({_QUOTED})\s+where it is written\s+({_
 #: written in one run are laid out too.
 _DIGIT_LAYOUT = re.compile(rf"\bdigits\b.*?\bin the layout\s+({_QUOTED})(.*\balso those written in one run\b)?",
                            re.IGNORECASE)
+#: Empty cells written as a placeholder: "the empty cells of column 'abv' as 'n/a (not measured)'".
+_PLACEHOLDER = re.compile(rf"\bempty cells\b.*?\bas\s+({_QUOTED})", re.IGNORECASE)
 _ISO_DATES = re.compile(r"^(?=.*\bdates?\b).*?(?:\bISO(?:[ -]?8601)?\b|\bYYYY-MM-DD\b)", re.IGNORECASE | re.MULTILINE)
 
 
@@ -288,6 +290,20 @@ def asked_digit_layout(instructions: str, column: str) -> tuple[str, bool] | Non
     return None
 
 
+def asked_placeholder(instructions: str, column: str) -> str | None:
+    """The text the user asks `column`'s empty cells to be written as ("Write the empty cells of column 'abv' as
+    'n/a'."), as a person's corrections teach it (`Labels.conventions`); None when nothing asks it.
+
+    Example:
+        >>> asked_placeholder("Write the empty cells of column 'abv' as 'n/a (not measured)'.", "abv")
+        'n/a (not measured)'
+    """
+    for text in _item_texts(instructions):
+        if in_scope(text, column) and (m := _PLACEHOLDER.search(text)):
+            return m[1][1:-1]
+    return None
+
+
 def asks_the_rules(instructions: str, columns: Iterable[str]) -> bool:
     """Whether the user's instructions ask a rewrite of one of `columns` that the rules carry out and no detector
     sees: values written otherwise, a unit, a date layout or a digit layout.
@@ -296,7 +312,7 @@ def asks_the_rules(instructions: str, columns: Iterable[str]) -> bool:
         >>> asks_the_rules("Write the digits of column 'phone' in the layout '999-999-9999'.", ["id", "phone"])
         True
     """
-    asks = (asked_rewrites, asked_layouts, asked_units, asked_digit_layout)
+    asks = (asked_rewrites, asked_layouts, asked_units, asked_digit_layout, asked_placeholder)
     return bool(instructions) and any(ask(instructions, c) for c in columns for ask in asks)
 
 
@@ -335,6 +351,7 @@ REWRITES = "asked_rewrites"
 LAYOUTS = "asked_date_layouts"
 UNITS = "asked_units"
 DIGITS = "asked_digit_layouts"
+PLACEHOLDERS = "asked_placeholders"
 
 _ASKS = {
     null_tokens.KIND: _REAL_NULLS, number_format.KIND: _PLAIN_NUMBERS, broken_text.KIND: _DEBRIS,
@@ -361,6 +378,8 @@ def items_served(kind: str, columns: Iterable[str], items: Iterable[ItemState]) 
             asked = any(asked_units(item.text, c) for c in columns)
         elif kind == DIGITS:
             asked = any(asked_digit_layout(item.text, c) for c in columns)
+        elif kind == PLACEHOLDERS:
+            asked = any(asked_placeholder(item.text, c) for c in columns)
         else:
             pattern = _ASKS.get(kind)
             asked = pattern is not None and bool(pattern.search(item.text)) and any(in_scope(item.text, c) for c in columns)
@@ -369,8 +388,8 @@ def items_served(kind: str, columns: Iterable[str], items: Iterable[ItemState]) 
     return tuple(out)
 
 
-__all__ = ["DIGITS", "LAYOUTS", "REWRITES", "UNITS", "asked_digit_layout", "asked_layouts", "asked_rewrites",
-           "asked_units", "asks_for_iso_dates", "asks_for_plain_numbers", "asks_for_real_nulls",
+__all__ = ["DIGITS", "LAYOUTS", "PLACEHOLDERS", "REWRITES", "UNITS", "asked_digit_layout", "asked_layouts",
+           "asked_placeholder", "asked_rewrites", "asked_units", "asks_for_iso_dates", "asks_for_plain_numbers", "asks_for_real_nulls",
            "asks_for_whole_numbers", "asks_the_rules", "asks_to_fill", "asks_to_keep",
            "asks_to_normalise_whitespace", "asks_to_remove_debris", "asks_without_leading_zeros", "in_scope",
            "items_served", "left_as_written", "named_columns"]

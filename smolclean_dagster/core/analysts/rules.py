@@ -47,10 +47,12 @@ from .base import AnalysisRequest, Issue, ItemDecline, Proposal
 from .asked import (
     DIGITS,
     LAYOUTS,
+    PLACEHOLDERS,
     REWRITES,
     UNITS,
     asked_digit_layout,
     asked_layouts,
+    asked_placeholder,
     asked_rewrites,
     asked_units,
     asks_for_iso_dates,
@@ -249,6 +251,11 @@ def _digits(found: list[Finding], refined: list[Finding | None], columns: list[C
             "runs": f.params["runs"], "examples": _arrows(list(f.params["examples"]), f.params["examples"])}
 
 
+def _placeholders(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
+    (f,), _ = found, refined
+    return {"column": f.column, "placeholder": f.params["placeholder"]}
+
+
 def _either(words: list[str]) -> str:
     """"a", "a or b", "a, b or c"."""
     return " or ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
@@ -322,6 +329,7 @@ RULES = {
         Rule(LAYOUTS, "rewrite_date_layout.py.j2", "rewrite_date_layout", _layouts),
         Rule(UNITS, "rewrite_units.py.j2", "rewrite_units", _units),
         Rule(DIGITS, "rewrite_digit_layout.py.j2", "rewrite_digit_layout", _digits),
+        Rule(PLACEHOLDERS, "write_empty_as.py.j2", "write_empty_as", _placeholders),
         Rule(dependencies.KIND, "repair_dependencies.py.j2", "repair_dependencies", _dependencies, spans_columns=True),
     )
 }
@@ -330,7 +338,7 @@ RULES_BY_TEMPLATE = {rule.template: rule for rule in RULES.values()}
 #: by then the values the dependencies are learned from are as clean as the other rules make them.
 DROP_KINDS = (dependencies.KIND,)
 #: Findings the user's words make (no detector sees them): values the instructions ask to be written otherwise.
-ASKED_KINDS = (REWRITES, LAYOUTS, UNITS, DIGITS)
+ASKED_KINDS = (REWRITES, LAYOUTS, UNITS, DIGITS, PLACEHOLDERS)
 
 
 class RulesAnalyst:
@@ -402,7 +410,7 @@ class RulesAnalyst:
             ]
         findings += drop_findings(request, findings, {kind: rule.prefix for kind, rule in RULES.items()})
         asked = _asked_rewrites(request) + _asked_layouts(request) + _asked_units(request) + _asked_digits(request)
-        return findings + asked
+        return findings + asked + _asked_placeholders(request)
 
     def _functions(self, request: AnalysisRequest, findings: list[Finding]) -> Iterator[CleaningFunction]:
         taken = {s.name for s in request.registry}
@@ -597,6 +605,27 @@ def _asked_digits(request: AnalysisRequest) -> list[Finding]:
         return (lambda value: in_layout(value, layout, runs)), {"layout": layout, "runs": runs}
 
     return _asked_values(request, DIGITS, asked, "digits the instructions ask in another layout")
+
+
+def _asked_placeholders(request: AnalysisRequest) -> list[Finding]:
+    """The text the user's instructions (or corrections, `Labels.conventions`) ask a column's empty cells to be
+    written as, where the chunk or the reference rows hold an empty cell there."""
+    if not request.instructions:
+        return []
+    out = []
+    for column in request.chunk.columns:
+        if (placeholder := asked_placeholder(request.instructions, str(column))) is None:
+            continue
+        cells = 0
+        for frame in (request.chunk, request.reference):
+            if frame is not None and column in frame.columns:
+                values = frame[column]
+                cells += int((values.isna() | values.apply(lambda v: isinstance(v, str) and not v.strip())).sum())
+        if cells:
+            out.append(Finding(kind=PLACEHOLDERS, column=str(column), count=cells,
+                               message=f"{cells} empty cells of {str(column)!r} the instructions ask written as "
+                               f"{placeholder!r}", examples=("",), params={"placeholder": placeholder}))
+    return out
 
 
 def _asked_values(request: AnalysisRequest, kind: str, asked, what: str) -> list[Finding]:
