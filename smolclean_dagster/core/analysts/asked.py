@@ -77,7 +77,8 @@ _UNITS = re.compile(rf"\bunit\b.*?\bas\s+({_QUOTED})\s+where it is written\s+({_
 _DIGIT_LAYOUT = re.compile(rf"\bdigits\b.*?\bin the layout\s+({_QUOTED})(.*\balso those written in one run\b)?",
                            re.IGNORECASE)
 #: Empty cells written as a placeholder: "the empty cells of column 'abv' as 'n/a (not measured)'".
-_PLACEHOLDER = re.compile(rf"\bempty cells\b.*?\bas\s+({_QUOTED})", re.IGNORECASE)
+_PLACEHOLDER = re.compile(rf"\bempty cells(?:\s+(?:of|in)\s+(?:the\s+)?(?:columns?\s+)?{_QUOTED_LIST}(?:\s+columns?)?)?"
+                          rf"\s+as\s+({_QUOTED})", re.IGNORECASE)
 _ISO_DATES = re.compile(r"^(?=.*\bdates?\b).*?(?:\bISO(?:[ -]?8601)?\b|\bYYYY-MM-DD\b)", re.IGNORECASE | re.MULTILINE)
 
 
@@ -297,6 +298,8 @@ def asked_placeholder(instructions: str, column: str) -> str | None:
     Example:
         >>> asked_placeholder("Write the empty cells of column 'abv' as 'n/a (not measured)'.", "abv")
         'n/a (not measured)'
+        >>> asked_placeholder("Keep empty cells as they are; write 'N/A' as 'unknown'.", "abv") is None
+        True
     """
     for text in _item_texts(instructions):
         if in_scope(text, column) and (m := _PLACEHOLDER.search(text)):
