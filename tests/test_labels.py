@@ -19,7 +19,7 @@ import pytest
 from instructed_model import InstructedModel
 from llm_server import ScriptedLLM, reply
 from smolclean_dagster.cli import main
-from smolclean_dagster.core.labels import ROW, pick_rows, read_labels
+from smolclean_dagster.core.labels import ROW, Labels, pick_rows, read_labels
 from smolclean_dagster.core.errors import LabelError
 
 CITIES = [("Boston", "MA"), ("Chicago", "IL"), ("Denver", "CO"), ("Austin", "TX"), ("Portland", "OR"),
@@ -631,16 +631,14 @@ def readings(path: Path, rows: int, seed: int) -> pd.DataFrame:
     return truth
 
 
-def test_a_placeholder_written_into_empty_cells_teaches_how_the_columns_missing_values_are_written(tmp_path):
-    drop, later = tmp_path / "readings.csv", tmp_path / "later.csv"
-    first, truth = readings(drop, 400, seed=1), readings(later, 300, seed=2)
-    raw = pd.read_csv(later, dtype=str, keep_default_na=False)
-    assert main(["label", str(drop), "--name", "readings", "--rows", "20", "-o", str(tmp_path / "to_label.csv")]) == 0
-    sample = pd.read_csv(tmp_path / "to_label.csv", dtype=str, keep_default_na=False)
-    assert (sample["ph"] == "").any()
-    sample["ph"] = [first["ph"].iat[int(n) - 1] for n in sample[ROW]]
-    sample.to_csv(tmp_path / "corrected.csv", index=False)
-    taught = learned_and_cleaned(drop, later, "readings", tmp_path / "taught", "--labels",
-                                 str(tmp_path / "corrected.csv"))
-    assert (raw["ph"] == "").sum() > 20
-    assert taught.equals(truth), taught.loc[taught["ph"] != truth["ph"], "ph"].head()
+def test_a_placeholder_for_empty_cells_asked_in_words_is_written_and_one_corrected_is_no_fill(tmp_path):
+    drop = tmp_path / "readings.csv"
+    truth = readings(drop, 300, seed=1)
+    raw = pd.read_csv(drop, dtype=str, keep_default_na=False)
+    asked = learned_and_cleaned(drop, drop, "readings", tmp_path / "asked", "--instructions",
+                                "Write the empty cells of column 'ph' as 'n/a (not measured)'.")
+    assert (raw["ph"] == "").sum() > 20 and asked.equals(truth)
+    # a person's "" -> "n/a (not measured)" says how a missing value is written: no value is missing to fill
+    labels = Labels(source="corrected.csv", rows=raw.iloc[[0, 1]].set_axis([1, 2]).assign(ph=["", "7.01"]),
+                    truth=raw.iloc[[0, 1]].set_axis([1, 2]).assign(ph=["n/a (not measured)", "7.01"]))
+    assert labels.conventions() == ""
