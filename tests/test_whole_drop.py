@@ -118,7 +118,7 @@ def test_one_long_value_does_not_pad_a_series_answer_out_of_its_budget(sandbox):
     # a title of 400 characters among 50 short ones: padded to its width, the answer held a dozen rows of 3,000
     df = pd.DataFrame({"title": ["x" * 400] + [f"Study {i}" for i in range(50)] * 2})
     lines = queries.run_query('df["title"].value_counts()', df, sandbox).splitlines()
-    assert lines[0] == "title  count" and len(lines) == 52, lines[:3]
+    assert lines[0] == "title" and len(lines) == 52, lines[:3]
     assert lines[1] == "Study 0  2" and lines[-1] == "x" * 400 + "  1"
 
 

@@ -72,7 +72,7 @@ def query_code(expression: str) -> str:
         "        if isinstance(head, pd.Series):  # one line per row, unpadded: one long value would pad them all\n"
         "            keys = [k if isinstance(k, tuple) else (k,) for k in head.index]\n"
         "            names = [str(n) for n in head.index.names if n is not None]\n"
-        "            lines = ['  '.join([*names, str(head.name or '')]).strip()] if names or head.name else []\n"
+        "            lines = ['  '.join(names)] if names else []  # the index's names, as pandas heads a series\n"
         "            text = '\\n'.join(lines + ['  '.join(map(str, (*k, v))) for k, v in zip(keys, head)])\n"
         "        else:\n"
         "            with pd.option_context('display.multi_sparse', False):\n"
