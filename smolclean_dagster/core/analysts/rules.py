@@ -37,7 +37,7 @@ from ..detectors import (
     rare_variants,
     whitespace,
 )
-from ..detectors.cells import NULL_TOKENS, NUMBER_WITH_UNIT, in_layout, unit_key
+from ..detectors.cells import DIGITS_AND_SEPARATORS, NULL_TOKENS, NUMBER_WITH_UNIT, in_layout, unit_key
 from ..date_layouts import Layout, convert
 from ..detectors.date_format import candidate_formats
 from ..findings import Finding
@@ -240,6 +240,7 @@ def _units(found: list[Finding], refined: list[Finding | None], columns: list[Co
     (f,), _ = found, refined
     mapping = dict(sorted(f.params["units"].items()))
     return {"column": f.column, "mapping": mapping, "drop_rest": f.params["drop_rest"],
+            "pattern": NUMBER_WITH_UNIT.pattern,
             "units": _either([repr(u) for u in sorted(set(mapping.values()))]),
             "examples": _arrows(list(f.params["examples"]), f.params["examples"])}
 
@@ -248,7 +249,8 @@ def _digits(found: list[Finding], refined: list[Finding | None], columns: list[C
     (f,), _ = found, refined
     layout = f.params["layout"]
     return {"column": f.column, "layout": layout, "groups": [len(g) for g in re.findall(r"9+", layout)],
-            "runs": f.params["runs"], "examples": _arrows(list(f.params["examples"]), f.params["examples"])}
+            "runs": f.params["runs"], "pattern": DIGITS_AND_SEPARATORS.pattern,
+            "examples": _arrows(list(f.params["examples"]), f.params["examples"])}
 
 
 def _placeholders(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
