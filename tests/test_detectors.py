@@ -8,8 +8,8 @@ import doctest
 import pandas as pd
 import pytest
 
-from smolclean_dagster.core import detectors, findings, profile
-from smolclean_dagster.core.analysts import rules
+from smolclean_dagster.core import detectors, findings, labels, profile
+from smolclean_dagster.core.analysts import asked, rules
 from smolclean_dagster.core.profile import KINDS, detect_column, detect_issues, is_null_token, profile_columns
 
 
@@ -266,7 +266,7 @@ def test_column_profile():
 
 
 @pytest.mark.parametrize(
-    "module", [profile, findings, rules, detectors.cells, *detectors.DETECTORS], ids=lambda m: m.__name__.split(".")[-1]
+    "module", [profile, findings, rules, asked, labels, detectors.cells, *detectors.DETECTORS], ids=lambda m: m.__name__.split(".")[-1]
 )
 def test_docstring_examples_hold(module):
     assert doctest.testmod(module).failed == 0

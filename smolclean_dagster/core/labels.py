@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from . import date_layouts
-from .detectors import dependencies
+from .detectors import case_variants, dependencies
 from .detectors.cells import NULL_TOKENS, NUMBER_WITH_UNIT, digit_layout, in_layout, normalise, unit_key, value_shape
 from .drops import drop_format, is_text_drop, read_drop
 from .export import render_module
@@ -185,7 +185,7 @@ class Labels:
                 said.append("Fill missing values from the other rows.")
             elif normalise(cell.before or "") == cell.after and "  " in (cell.before or "").strip():
                 said.append("Collapse double spaces.")
-        said += self._date_layouts() + self._units() + self._digit_layouts()
+        said += self._date_layouts() + self._units() + self._digit_layouts() + self._cases()
         return " ".join(dict.fromkeys(said))
 
     def _date_layouts(self) -> list[str]:
@@ -224,6 +224,12 @@ class Labels:
             said.append(f"Write the digits of column {name} in the layout '{layout}'{also} (as in '{before}' -> "
                         f"'{after}').")
         return said
+
+    def _cases(self) -> list[str]:
+        """Per column, the case its corrections write its values in where they change only the case ("ROCHESTER" ->
+        "Rochester": every value of the column is wanted in title case), in the words `asked.asked_case` reads."""
+        return [f"Write the values of column {name} in {case} case (as in '{before}' -> '{after}')."
+                for name, (case, (before, after)) in self._taught(case_taught)]
 
     def _taught(self, learn) -> list[tuple[str, object]]:
         """(the column's name quoted, what `learn(corrected, confirmed=...)` finds) for each column with corrections
@@ -329,6 +335,41 @@ def layout_taught(corrected: list[tuple[str, str]],
     if any((fit := in_layout(value, layout, runs)) is not None and fit != value.strip() for value in confirmed):
         return None
     return layout, runs, example
+
+
+#: Corrections that change only the case, in one case, a column's case is taught from, at least: one is a slip put
+#: right as often as a convention.
+MIN_CASE_CORRECTIONS = 2
+
+
+def case_taught(corrected: list[tuple[str, str]], confirmed: list[str]) -> tuple[str, tuple[str, str]] | None:
+    """The case ("upper", "lower" or "title", `case_variants.style`) corrections (before, after) write a column's
+    values in where they change only the case, at least `MIN_CASE_CORRECTIONS` of them, each as the case rule
+    writes it (`case_variants.convert`, asked), with one such correction; None where they teach none, write two
+    cases, or a `confirmed` cell would be written otherwise (a confirmed "USA" keeps title case taught: the rule
+    keeps abbreviations; a confirmed "GOLDFIELD" does not).
+
+    Example:
+        >>> case_taught([("ROCHESTER", "Rochester"), ("st. louis", "St. Louis")], ["Boston", "USA"])
+        ('title', ('ROCHESTER', 'Rochester'))
+        >>> case_taught([("ROCHESTER", "Rochester"), ("st. louis", "St. Louis")], ["GOLDFIELD"]) is None
+        True
+    """
+    cases: dict[str, tuple[str, str]] = {}
+    taught = 0
+    for before, after in corrected:
+        b, a = before.strip(), after.strip()
+        if b == a or b.casefold() != a.casefold() or case_variants.style(a) not in case_variants.STYLES:
+            continue  # not a change of case alone; or a value's own spelling ("McDonald"), no case of the column
+        case = case_variants.style(a)
+        cases.setdefault(case, (b, a))
+        taught += case_variants.convert(b, case, asked=True) == a
+    if len(cases) != 1 or taught < MIN_CASE_CORRECTIONS:
+        return None
+    ((case, example),) = cases.items()
+    if any(case_variants.convert(v.strip(), case, asked=True) != v.strip() for v in confirmed):
+        return None
+    return case, example
 
 
 def _is_number(text: str) -> bool:

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable
 
 from ..date_layouts import Layout
-from ..detectors import broken_text, date_format, null_tokens, number_format, whitespace
+from ..detectors import broken_text, case_variants, date_format, null_tokens, number_format, whitespace
 from ..detectors.cells import unit_key
 from ..instructions import ItemState, split_instructions
 
@@ -79,6 +79,9 @@ _DIGIT_LAYOUT = re.compile(rf"\bdigits\b.*?\bin the layout\s+({_QUOTED})(.*\bals
 #: Empty cells written as a placeholder: "the empty cells of column 'abv' as 'n/a (not measured)'".
 _PLACEHOLDER = re.compile(rf"\bempty cells(?:\s+(?:of|in)\s+(?:the\s+)?(?:columns?\s+)?{_QUOTED_LIST}(?:\s+columns?)?)?"
                           rf"\s+as\s+({_QUOTED})", re.IGNORECASE)
+#: A case asked of a column's values: "in upper case", "in title-case", "in lowercase", "in capital letters".
+_CASE = re.compile(r"\b(?:in|to|into|as)\s+(?:the\s+)?(?:(upper|lower|title)[\s-]?case\b|(capital letters|capitals|all caps)\b)",
+                   re.IGNORECASE)
 _ISO_DATES = re.compile(r"^(?=.*\bdates?\b).*?(?:\bISO(?:[ -]?8601)?\b|\bYYYY-MM-DD\b)", re.IGNORECASE | re.MULTILINE)
 
 
@@ -307,15 +310,33 @@ def asked_placeholder(instructions: str, column: str) -> str | None:
     return None
 
 
+def asked_case(instructions: str, column: str) -> str | None:
+    """The case the user asks `column`'s values to be written in ("upper", "lower" or "title": "Write the values of
+    column 'state' in upper case."), as a person's corrections teach it (`Labels.conventions`); None when nothing
+    asks it. Only an item naming the column asks it: "Write the names in title case" would rewrite every column's
+    codes and abbreviations. The first item to ask one decides.
+
+    Example:
+        >>> asked_case("Write the values of column 'state' in upper case.", "state")
+        'upper'
+        >>> asked_case("Write the 'email' column in lowercase.", "email"), asked_case("Write names in title case.", "name")
+        ('lower', None)
+    """
+    for text in _item_texts(instructions):
+        if (m := _CASE.search(text)) and str(column).casefold() in named_columns(text):
+            return (m[1] or "upper").lower()
+    return None
+
+
 def asks_the_rules(instructions: str, columns: Iterable[str]) -> bool:
     """Whether the user's instructions ask a rewrite of one of `columns` that the rules carry out and no detector
-    sees: values written otherwise, a unit, a date layout or a digit layout.
+    sees: values written otherwise, a unit, a date layout, a digit layout, a placeholder or a case.
 
     Example:
         >>> asks_the_rules("Write the digits of column 'phone' in the layout '999-999-9999'.", ["id", "phone"])
         True
     """
-    asks = (asked_rewrites, asked_layouts, asked_units, asked_digit_layout, asked_placeholder)
+    asks = (asked_rewrites, asked_layouts, asked_units, asked_digit_layout, asked_placeholder, asked_case)
     return bool(instructions) and any(ask(instructions, c) for c in columns for ask in asks)
 
 
@@ -383,6 +404,8 @@ def items_served(kind: str, columns: Iterable[str], items: Iterable[ItemState]) 
             asked = any(asked_digit_layout(item.text, c) for c in columns)
         elif kind == PLACEHOLDERS:
             asked = any(asked_placeholder(item.text, c) for c in columns)
+        elif kind == case_variants.KIND:
+            asked = any(asked_case(item.text, c) for c in columns)
         else:
             pattern = _ASKS.get(kind)
             asked = pattern is not None and bool(pattern.search(item.text)) and any(in_scope(item.text, c) for c in columns)
@@ -391,7 +414,7 @@ def items_served(kind: str, columns: Iterable[str], items: Iterable[ItemState]) 
     return tuple(out)
 
 
-__all__ = ["DIGITS", "LAYOUTS", "PLACEHOLDERS", "REWRITES", "UNITS", "asked_digit_layout", "asked_layouts",
+__all__ = ["DIGITS", "LAYOUTS", "PLACEHOLDERS", "REWRITES", "UNITS", "asked_case", "asked_digit_layout", "asked_layouts",
            "asked_placeholder", "asked_rewrites", "asked_units", "asks_for_iso_dates", "asks_for_plain_numbers", "asks_for_real_nulls",
            "asks_for_whole_numbers", "asks_the_rules", "asks_to_fill", "asks_to_keep",
            "asks_to_normalise_whitespace", "asks_to_remove_debris", "asks_without_leading_zeros", "in_scope",

@@ -50,6 +50,7 @@ from .asked import (
     PLACEHOLDERS,
     REWRITES,
     UNITS,
+    asked_case,
     asked_digit_layout,
     asked_layouts,
     asked_placeholder,
@@ -133,14 +134,16 @@ def _case(found: list[Finding], refined: list[Finding | None], columns: list[Col
     # table of 50 rows would list a value the drop writes two ways as if it had one spelling.
     params = (r or f).params
     convention, exceptions, letters, keep = params["convention"], params["exceptions"], params["letters"], params["keep"]
-    pairs = [(v, case_variants.fix(v, convention, exceptions, letters, keep)) for v in f.examples]
+    asked = bool(params.get("asked"))
+    pairs = [(v, case_variants.fix(v, convention, exceptions, letters, keep, asked)) for v in f.examples]
     (column,) = columns
-    if all(case_variants.fix(v, convention, exceptions, letters, keep) == v for v in (*column.meaningful, *f.examples)):
+    if all(case_variants.fix(v, convention, exceptions, letters, keep, asked) == v
+           for v in (*column.meaningful, *f.examples)):
         return None  # the drop keeps what the chunk flags (a spelling many of its rows use): nothing to do
     examples = ", ".join(f"{v!r} -> {w!r}" for v, w in pairs[:2] if v != w) or "see the table"
     share = f"{round(100 * case_variants.CONVENTION_SHARE)}% or more"
     return {"column": f.column, "convention": convention, "exceptions": exceptions, "examples": examples, "share": share,
-            "letters": letters, "keep": list(keep)}
+            "letters": letters, "keep": list(keep), "asked": bool(params.get("asked"))}
 
 
 def _misspellings(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
@@ -410,6 +413,15 @@ class RulesAnalyst:
                 f for name in request.chunk.columns
                 if (f := _detect(number_format.KIND, ColumnValues.of(name, request.chunk[name]), request.instructions))
             ]
+        if cased := [c for c in request.chunk.columns if asked_case(request.instructions, str(c))]:
+            # a case asked of a column is its convention whatever it writes: judged over the drop's rows, as the
+            # chunk may hold none of the values it rewrites
+            rows = _drop_rows(request)
+            rows = request.chunk if rows is None else rows
+            findings = [f for f in findings if not (f.kind == case_variants.KIND and f.column in cased)] + [
+                f for name in cased
+                if (f := _detect(case_variants.KIND, ColumnValues.of(name, rows[name]), request.instructions))
+            ]
         findings += drop_findings(request, findings, {kind: rule.prefix for kind, rule in RULES.items()})
         asked = _asked_rewrites(request) + _asked_layouts(request) + _asked_units(request) + _asked_digits(request)
         return findings + asked + _asked_placeholders(request)
@@ -522,6 +534,8 @@ def _detect(kind: str, column: ColumnValues, instructions: str) -> Finding | Non
         return whitespace.detect(column, normalise_free_text=asks_to_normalise_whitespace(instructions))
     if kind == number_format.KIND and any(asked := _number_forms_asked(instructions, column.name)):
         return number_format.detect_asked(column, whole=asked[0], leading_zeros=asked[1])
+    if kind == case_variants.KIND and (case := asked_case(instructions, column.name)):
+        return case_variants.detect(column, asked=case)
     return DETECTORS[KINDS.index(kind)].detect(column)
 
 

@@ -92,19 +92,25 @@ def style(value: str) -> str | None:
     return "title" if starts and all(c.isupper() for c in starts) else "mixed"
 
 
-def convert(value: str, convention: str) -> str:
+def convert(value: str, convention: str, asked: bool = False) -> str:
     """`value` written in `convention`, as the rule template does it (values it leaves alone come back).
 
     Only values written all in one case are converted: a capital inside a lower-case value ("Chairman, CEO")
     or a value in title case among codes ("Taiwan") was written so on purpose, or is no value of the column.
+    A case the user `asked` for in upper or lower case is every value's ("Taiwan" -> "TAIWAN", "JD@X.COM" ->
+    "jd@x.com"); asked in title case, it is the convention's rule.
 
     Example:
         >>> convert("fl", "upper"), convert("Taiwan", "upper"), convert("GOLDFIELD", "title"), convert("USA", "title")
         ('FL', 'Taiwan', 'Goldfield', 'USA')
         >>> convert("st. louis", "title"), convert("SHIPPED", "lower"), convert("Shipped", "lower"), convert("CO", "lower")
         ('St. Louis', 'shipped', 'Shipped', 'CO')
+        >>> convert("Taiwan", "upper", asked=True), convert("JD@X.COM", "lower", asked=True)
+        ('TAIWAN', 'jd@x.com')
     """
     kind = style(value)
+    if asked and convention in ("upper", "lower"):
+        return value.upper() if convention == "upper" else value.lower()
     if convention == "upper":
         return value.upper() if kind == "lower" else value
     if kind == "upper" and not _SHOUTED.search(value):
@@ -127,11 +133,17 @@ def foreign_letters(value: str, letters: str) -> bool:
     return any(c not in letters and c > "\x7f" for c in _LETTER.findall(value.casefold()))
 
 
-def detect(column: ColumnValues) -> Finding | None:
+def detect(column: ColumnValues, asked: str | None = None) -> Finding | None:
     """Find cells written against the column's case convention, or values with case variants when the
     column has no convention; params: the `convention` (or None), the `exceptions` table (case-folded value
     -> spelling: the convention's exceptions, or without one every value's spelling), the `letters` the
-    column's values use and the spellings to `keep`.
+    column's values use, the spellings to `keep` and whether the convention was `asked`.
+
+    `asked`: the case the user asks the column's values to be written in ("upper", "lower" or "title"; in words
+    or by corrected rows, `Labels.conventions`). It is the convention whatever the column writes, on a column
+    whose values do not repeat too, and no spelling is kept because many rows write it: the user has said which
+    is right. Values with a capital among lower-case letters stay in title case ("McDonald"), and so do the
+    deliberate spellings of the drop's values ("MCDONALD" -> "McDonald" where the drop writes both).
 
     Example:
         >>> import pandas as pd
@@ -142,30 +154,34 @@ def detect(column: ColumnValues) -> Finding | None:
         >>> col = ColumnValues.of("state", pd.Series(codes * 4 + ["fl", "Taiwan"]))
         >>> detect(col).params["convention"], detect(col).examples
         ('upper', ('fl',))
+        >>> detect(ColumnValues.of("state", pd.Series(["ca", "Ny", "TX"])), asked="upper").examples
+        ('Ny', 'ca')
     """
-    convention, exceptions, letters, keep = case_rule(column)
+    convention, exceptions, letters, keep = case_rule(column, asked)
     if convention is None and not exceptions:
         return None
     variants = {
         value: n for value, n in column.meaningful.items()
-        if fix(value, convention, exceptions, letters, keep) != value
+        if fix(value, convention, exceptions, letters, keep, asked=asked is not None) != value
     }
     if not variants:
         return None
     n = sum(variants.values())
-    what = f"against the column's {convention} case" if convention else "in a different case than usual"
+    what = (f"in another case than the {convention} case asked" if asked else
+            f"against the column's {convention} case" if convention else "in a different case than usual")
     return Finding(
         kind=KIND,
         column=column.name,
         count=n,
         message=f"{n} cells of {column.name!r} are written {what}",
         examples=top_examples(variants),
-        params={"convention": convention, "exceptions": exceptions, "letters": letters, "keep": keep},
+        params={"convention": convention, "exceptions": exceptions, "letters": letters, "keep": keep,
+                "asked": asked is not None},
     )
 
 
 def fix(value: str, convention: str | None, exceptions: dict[str, str], letters: str | None = None,
-        keep: tuple[str, ...] = ()) -> str:
+        keep: tuple[str, ...] = (), asked: bool = False) -> str:
     """What the rule makes of one value: kept when the file writes it so on purpose (`keep`) or when it holds a
     stray letter, else its spelling in the table, else the convention, else the value. Without a convention
     the table rewrites a spelling only when it, or the spelling it would take, is written all in one case:
@@ -183,29 +199,32 @@ def fix(value: str, convention: str | None, exceptions: dict[str, str], letters:
     spelling = exceptions.get(key)
     if spelling is not None and (convention or _one_case(value) or _one_case(spelling)):
         return spelling
-    return convert(value, convention) if convention else value
+    return convert(value, convention, asked) if convention else value
 
 
 def _one_case(value: str) -> bool:
     return style(value) in ("upper", "lower")
 
 
-def case_rule(column: ColumnValues) -> tuple[str | None, dict[str, str], str, tuple[str, ...]]:
+def case_rule(column: ColumnValues, asked: str | None = None) -> tuple[str | None, dict[str, str], str, tuple[str, ...]]:
     """What the rule for a column whose values repeat needs: its case convention (None when it has none, or
     holds people's names, whose case is the person's own), its table (case-folded value -> spelling: the
     exceptions to the convention, or without one each value's spelling), the letters its established values
     use (a value with another letter is left alone), and the spellings the file writes on purpose, kept
-    whatever the rule says (see `KEEP_SHARE`, `KEEP_CELLS`)."""
+    whatever the rule says (see `KEEP_SHARE`, `KEEP_CELLS`). With a case the user `asked` for (see `detect`),
+    that case and its exceptions, and nothing kept."""
     values = column.meaningful
     keys: dict[str, dict[str, int]] = {}
     for value, n in values.items():
         if style(value) is not None:
             keys.setdefault(value.casefold(), {})[value] = n
     cells = sum(values.values())
-    if not keys or len(keys) > MAX_DISTINCT_SHARE * cells:
+    if not keys or (asked is None and len(keys) > MAX_DISTINCT_SHARE * cells):
         return None, {}, "", ()
     established = [v for v, n in values.items() if n >= 2] or list(values)
     letters = "".join(sorted({c for v in established for c in _LETTER.findall(v.casefold())}))
+    if asked is not None:
+        return asked, _exceptions(keys, asked, asked=True), letters, ()
     styles = {s: 0 for s in (*STYLES, "mixed")}
     distinct = dict.fromkeys(styles, 0)
     for spellings in keys.values():
@@ -224,17 +243,26 @@ def case_rule(column: ColumnValues) -> tuple[str | None, dict[str, str], str, tu
     if not strong or holds_person_names(column.name):
         table = _variant_table(keys, usual)
         return None, table, letters, _kept(keys, table, None, cells, uniform)
+    table = _exceptions(keys, usual)
+    return usual, table, letters, _kept(keys, table, usual, cells, uniform)
+
+
+def _exceptions(keys: dict[str, dict[str, int]], convention: str, asked: bool = False) -> dict[str, str]:
+    """The convention's table: each value (case-folded) the rule would write otherwise than its canonical
+    spelling (`_canonical`) -> that spelling, the values on most rows first, up to `MAX_EXCEPTIONS`. Asked in upper
+    or lower case, every value is written so: no table."""
+    if asked and convention != "title":
+        return {}
     exceptions: dict[str, tuple[int, str]] = {}
     for key, spellings in keys.items():
-        canonical = _canonical(spellings, usual)
+        canonical = _canonical(spellings, convention)
         if canonical is None:
             continue
         forms = {canonical, key, key.upper(), *spellings}
-        if any(convert(form, usual) != canonical for form in forms):
+        if any(convert(form, convention, asked) != canonical for form in forms):
             exceptions[key] = (sum(spellings.values()), canonical)
     kept = sorted(exceptions.items(), key=lambda item: (-item[1][0], item[0]))[:MAX_EXCEPTIONS]
-    table = {key: canonical for key, (_, canonical) in sorted(kept)}
-    return usual, table, letters, _kept(keys, table, usual, cells, uniform)
+    return {key: canonical for key, (_, canonical) in sorted(kept)}
 
 
 def _kept(keys: dict[str, dict[str, int]], table: dict[str, str], convention: str | None, cells: int,
