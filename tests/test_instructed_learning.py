@@ -273,3 +273,25 @@ def test_a_value_the_user_names_may_become_null_and_one_no_item_names_is_still_s
     final = steps[-1]
     assert isinstance(final, FinalStep) and final.reason == "clean"
     assert [(s.state, s.functions) for s in final.items] == [("served", ("status_unknown_as_null",))]
+
+
+def test_an_item_a_function_leaves_undone_stays_open_and_the_model_is_told_what_is_left(tmp_path):
+    states = ["MO", "tx", "Ny", "wa", "CA", "Il"]
+    pd.DataFrame({"site": [f"S{i:03d}" for i in range(80)],
+                  "state": [states[i % len(states)] for i in range(80)]}).to_csv(tmp_path / "sites.csv", index=False)
+    text = "Write the values of column 'state' in upper case."
+    # the model's first function upper-cases only values written all in lower case ("Ny" and "Il" stay); asked
+    # again, it writes one for the rest
+    lower_only = function("upper_lower_states", "Upper-case the `state` codes written in lower case.",
+                          '    df["state"] = df["state"].where(~df["state"].str.islower(), df["state"].str.upper())\n')
+    rest = function("upper_states", "Upper-case every `state` code.", '    df["state"] = df["state"].str.upper()\n')
+    model = InstructedModel(code={"upper case": lower_only, "column 'state'": rest})
+    with ScriptedLLM(responder=model) as llm:
+        settings = DatasetSettings(name="sites", workdir=tmp_path / "w", instructions=text, model="openai/test-model",
+                                   api_base=llm.api_base, api_key="k", concurrency=1)
+        outcome = learn(settings, tmp_path / "sites.csv", dg.DagsterInstance.ephemeral())
+    (item,) = outcome.instructions
+    assert item.state == "served" and item.functions == ("upper_states",), item
+    told = [p for p in model.prompts if "does not serve item #1" in p]
+    assert told and "'Ny'" in told[0] and "'Il'" in told[0]
+    assert pd.read_parquet(outcome.cleaned)["state"].tolist() == [s.upper() for s in states] * 13 + ["MO", "TX"]

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .analysts.asked import asks_to_normalise_whitespace
+from .analysts.rules import still_asked
 from .analysts.base import AnalysisRequest, Analyst, Proposal, RegisteredSummary, Usage
 from .errors import SmolcleanError
 from .functions import CleaningFunction, constants_of, kept_as_written
@@ -374,6 +375,12 @@ def run_chunk(
                     problem = f"{type(exc).__name__}: {exc}"
                 if problem:
                     verdict_reason, ok, evidence = problem, False, None
+            if ok and model and serves:
+                # an item counts as served once the rows it was judged on are as it asks: what a model's function
+                # left undone keeps the item open, and the model is told what is left
+                undone = _left_undone(serves, verdict.outputs)
+                serves = tuple(t for t in serves if t not in undone)
+                notes += [_undone_note(fn.name, items, text, left) for text, left in undone.items()]
         named = fn
         if ok:
             entry = RegistryEntry(
@@ -614,6 +621,30 @@ def _renumbered(proposal: Proposal, renumber: dict[int, int]) -> Proposal:
                           for d in proposal.declines if renumber.get(d.number, d.number)),
         "more": tuple((f, moved(s)) for f, s in proposal.more),
     })
+
+
+#: Values named in a note on an item a function left undone, at most.
+SHOWN_UNDONE = 5
+
+
+def _left_undone(serves: tuple[str, ...], outputs) -> dict[str, dict[str, list[str]]]:
+    """Per item a function serves that the rules read (`rules.still_asked`), the values the rows it was judged on
+    (`outputs`: (rows, what the function made of them)) still hold written otherwise, per column."""
+    made = [out for _, out in outputs if isinstance(out, pd.DataFrame)]
+    if not made:
+        return {}
+    rows = pd.concat(made, ignore_index=True)
+    return {text: left for text in serves if (left := still_asked(text, rows))}
+
+
+def _undone_note(name: str, items: tuple[InstructionItem, ...], text: str, left: dict[str, list[str]]) -> str:
+    number = next((i.number for i in items if i.text == text), None)
+    shown = "; ".join(f"in {column!r}: " + ", ".join(repr(v) for v in values[:SHOWN_UNDONE])
+                      + (f" and {len(values) - SHOWN_UNDONE} more" if len(values) > SHOWN_UNDONE else "")
+                      for column, values in left.items())
+    return (f"`{name}` was accepted, but it does not serve item #{number} ({text!r}) yet: the rows it was judged "
+            f"on still hold values the item asks to be written otherwise ({shown}). The item stays open: serve what "
+            "is left with a function, or decline it with the reason.")
 
 
 def _served_texts(numbers: tuple[int, ...], items: tuple[InstructionItem, ...]) -> tuple[str, ...]:

@@ -79,9 +79,10 @@ _DIGIT_LAYOUT = re.compile(rf"\bdigits\b.*?\bin the layout\s+({_QUOTED})(.*\bals
 #: Empty cells written as a placeholder: "the empty cells of column 'abv' as 'n/a (not measured)'".
 _PLACEHOLDER = re.compile(rf"\bempty cells(?:\s+(?:of|in)\s+(?:the\s+)?(?:columns?\s+)?{_QUOTED_LIST}(?:\s+columns?)?)?"
                           rf"\s+as\s+({_QUOTED})", re.IGNORECASE)
-#: A case asked of a column's values: "in upper case", "in title-case", "in lowercase", "in capital letters".
-_CASE = re.compile(r"\b(?:in|to|into|as)\s+(?:the\s+)?(?:(upper|lower|title)[\s-]?case\b|(capital letters|capitals|all caps)\b)",
-                   re.IGNORECASE)
+#: A case asked of a column's values: "in upper case", "title-case", "lowercase", "in capital letters", "Uppercase".
+_CASE = re.compile(r"\b(?:(upper|lower|title)[\s-]?case[ds]?|(capital letters|capitals|all caps))\b", re.IGNORECASE)
+#: An item that says what not to do ("Do not lower-case column 'code'").
+_NEGATED = re.compile(r"\b(?:not|never|no)\b|n't\b", re.IGNORECASE)
 _ISO_DATES = re.compile(r"^(?=.*\bdates?\b).*?(?:\bISO(?:[ -]?8601)?\b|\bYYYY-MM-DD\b)", re.IGNORECASE | re.MULTILINE)
 
 
@@ -313,17 +314,24 @@ def asked_placeholder(instructions: str, column: str) -> str | None:
 def asked_case(instructions: str, column: str) -> str | None:
     """The case the user asks `column`'s values to be written in ("upper", "lower" or "title": "Write the values of
     column 'state' in upper case."), as a person's corrections teach it (`Labels.conventions`); None when nothing
-    asks it. Only an item naming the column asks it: "Write the names in title case" would rewrite every column's
-    codes and abbreviations. The first item to ask one decides.
+    asks it. Only an item naming the column, or quoting its name, asks it: "Write the names in title case" would
+    rewrite every column's codes and abbreviations. An item saying what not to do, or what to keep as it is, asks
+    none. The first item to ask one decides.
 
     Example:
         >>> asked_case("Write the values of column 'state' in upper case.", "state")
         'upper'
-        >>> asked_case("Write the 'email' column in lowercase.", "email"), asked_case("Write names in title case.", "name")
-        ('lower', None)
+        >>> asked_case("Write the 'email' column in lowercase.", "email"), asked_case("Make 'city' title-case.", "city")
+        ('lower', 'title')
+        >>> asked_case("Write names in title case.", "name"), asked_case("Do not lower-case column 'code'.", "code")
+        (None, None)
     """
     for text in _item_texts(instructions):
-        if (m := _CASE.search(text)) and str(column).casefold() in named_columns(text):
+        m = _CASE.search(text)
+        if not m or _NEGATED.search(text) or asks_to_keep(text):
+            continue
+        quoted = {q[1:-1].casefold() for q in _ONE_QUOTED.findall(text)}
+        if str(column).casefold() in named_columns(text) | quoted:
             return (m[1] or "upper").lower()
     return None
 

@@ -594,33 +594,74 @@ def _asked_layouts(request: AnalysisRequest) -> list[Finding]:
 def _asked_units(request: AnalysisRequest) -> list[Finding]:
     """The units the user's instructions (or corrections, `Labels.conventions`) ask a column's numbers to be written
     with, where the chunk or the reference rows hold a number with another spelling of one."""
+    return _asked_values(request, UNITS, _units_asked, "numbers whose unit the instructions ask to write otherwise")
 
-    def asked(instructions: str, column: str):
-        if (found := asked_units(instructions, column)) is None:
-            return None
-        units, drop_rest = found
 
-        def rewrite(value: str) -> str | None:
-            m = NUMBER_WITH_UNIT.fullmatch(value)
-            ok = m and unit_key(m[3]) in units and (drop_rest or not m[4])
-            return m[1] + m[2] + units[unit_key(m[3])] if ok else None
+def _units_asked(instructions: str, column: str):
+    """The rewrite of one value the units asked of `column` make (None where it keeps it), with its params; or None."""
+    if (found := asked_units(instructions, column)) is None:
+        return None
+    units, drop_rest = found
 
-        return rewrite, {"units": units, "drop_rest": drop_rest}
+    def rewrite(value: str) -> str | None:
+        m = NUMBER_WITH_UNIT.fullmatch(value)
+        ok = m and unit_key(m[3]) in units and (drop_rest or not m[4])
+        return m[1] + m[2] + units[unit_key(m[3])] if ok else None
 
-    return _asked_values(request, UNITS, asked, "numbers whose unit the instructions ask to write otherwise")
+    return rewrite, {"units": units, "drop_rest": drop_rest}
 
 
 def _asked_digits(request: AnalysisRequest) -> list[Finding]:
     """The layout the user's instructions (or corrections, `Labels.conventions`) ask a column's digits to be written
     in, where the chunk or the reference rows hold digits that fit it written otherwise."""
+    return _asked_values(request, DIGITS, _digits_asked, "digits the instructions ask in another layout")
 
-    def asked(instructions: str, column: str):
-        if (found := asked_digit_layout(instructions, column)) is None:
-            return None
-        layout, runs = found
-        return (lambda value: in_layout(value, layout, runs)), {"layout": layout, "runs": runs}
 
-    return _asked_values(request, DIGITS, asked, "digits the instructions ask in another layout")
+def _digits_asked(instructions: str, column: str):
+    """The rewrite of one value the digit layout asked of `column` makes (None where it keeps it), with its params;
+    or None."""
+    if (found := asked_digit_layout(instructions, column)) is None:
+        return None
+    layout, runs = found
+    return (lambda value: in_layout(value, layout, runs)), {"layout": layout, "runs": runs}
+
+
+def still_asked(item: str, frame: pd.DataFrame) -> dict[str, list[str]]:
+    """Per column of `frame` one instruction item asks the rules' kind of rewrite of (values written otherwise, a
+    date layout, a unit, a digit layout, a placeholder for empty cells, a case: what `asked` reads), the values it
+    still asks to be written otherwise there, on most cells first: what a function said to serve the item left
+    undone. Columns with none are left out; so is every column of an item the rules do not read.
+
+    Example:
+        >>> frame = pd.DataFrame({"state": ["MO", "tx", "tx", "Ny"], "tier": ["gold", "", None, "silver"]})
+        >>> still_asked("Write the values of column 'state' in upper case.", frame)
+        {'state': ['tx', 'Ny']}
+        >>> still_asked("Write the empty cells of column 'tier' as 'unknown'.", frame)
+        {'tier': ['']}
+    """
+    out: dict[str, list[str]] = {}
+    for column in frame.columns:
+        name = str(column)
+        values = frame[column]
+        text = values[values.apply(isinstance, args=(str,))]
+        held = text.value_counts()
+        rewrites = []
+        if mapping := asked_rewrites(item, name):
+            rewrites.append(lambda v, m=mapping: m.get(v.strip()))
+        for source, target, both_ways in asked_layouts(item, name)[:1]:
+            rewrites.append(lambda v, s=source, t=target, b=both_ways: convert(v, s, t, b))
+        for asked in (_units_asked, _digits_asked):
+            if (found := asked(item, name)) is not None:
+                rewrites.append(found[0])
+        if case := asked_case(item, name):
+            rewrites.append(lambda v, c=case: case_variants.convert(v, c, asked=True))
+        left = [v for v in held.index if any((w := rewrite(v)) is not None and w != v for rewrite in rewrites)]
+        if asked_placeholder(item, name) is not None:
+            empty = int(values.isna().sum() + (text.str.strip() == "").sum())
+            left = [""] * bool(empty) + [v for v in left if v.strip()]
+        if left:
+            out[name] = left
+    return out
 
 
 def _asked_placeholders(request: AnalysisRequest) -> list[Finding]:
