@@ -31,10 +31,13 @@ def offered(prompt: str) -> list[str]:
 class InstructedModel:
     """Serves each open item whose text contains a key of `code` with that function, adopts offered
     candidates whose name starts with one of `adopt`, declines items whose text contains a key of
-    `decline`, then says clean. `calls` counts analysis requests."""
+    `decline`, then says clean. With `adopt_together` (candidate name prefix -> words of the item it serves), it
+    takes every offered candidate serving an open item in one reply, each with its <serves>, and says clean.
+    `calls` counts analysis requests."""
 
     code: dict[str, str]
     adopt: tuple[str, ...] = ()
+    adopt_together: dict[str, str] = field(default_factory=dict)
     decline: dict[str, str] = field(default_factory=dict)
     clean_first: bool = False
     calls: int = 0
@@ -50,6 +53,11 @@ class InstructedModel:
         open_items = {n: text for n, (state, text) in items.items() if state == "OPEN"}
         if self.clean_first and self.calls == 1:
             return reply("<issues>\n</issues>\n<status>clean</status>")
+        together = [(name, n) for name in offered(prompt) for prefix, words in self.adopt_together.items()
+                    if name.startswith(prefix) for n, text in sorted(open_items.items()) if words in text]
+        if together:
+            adopts = "".join(f"<adopt>{name}</adopt>\n<serves>{n}</serves>\n" for name, n in together)
+            return reply(f"<issues>\n- detectors: {len(together)} candidates\n</issues>\n{adopts}<status>clean</status>")
         for n, text in sorted(open_items.items()):
             for key, reason in self.decline.items():
                 if key in text:

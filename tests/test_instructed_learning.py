@@ -295,3 +295,24 @@ def test_an_item_a_function_leaves_undone_stays_open_and_the_model_is_told_what_
     told = [p for p in model.prompts if "does not serve item #1" in p]
     assert told and "'Ny'" in told[0] and "'Il'" in told[0]
     assert pd.read_parquet(outcome.cleaned)["state"].tolist() == [s.upper() for s in states] * 13 + ["MO", "TX"]
+
+
+def test_a_model_takes_every_ready_made_function_it_wants_in_one_reply(tmp_path):
+    rng = range(120)
+    pd.DataFrame({"site": [f"S{i:03d}" for i in rng], "state": [["mo", "TX", "ny", "WA"][i % 4] for i in rng],
+                  "phone": [["(555) 123-45{:02d}", "555.987.65{:02d}", "555-222-33{:02d}"][i % 3].format(i % 100)
+                            for i in rng],
+                  "tier": [["gold", "", "silver"][i % 3] for i in rng]}).to_csv(tmp_path / "sites.csv", index=False)
+    text = ("Write the values of column 'state' in upper case. Write the digits of column 'phone' in the layout "
+            "'999-999-9999'. Write the empty cells of column 'tier' as 'unknown'.")
+    model = InstructedModel(code={}, adopt_together={"unify_case_state": "'state'", "rewrite_digit_layout_phone": "'phone'",
+                                                     "write_empty_as_tier": "'tier'"})
+    with ScriptedLLM(responder=model) as llm:
+        settings = DatasetSettings(name="sites", workdir=tmp_path / "w", instructions=text, model="openai/test-model",
+                                   api_base=llm.api_base, api_key="k", concurrency=1)
+        outcome = learn(settings, tmp_path / "sites.csv", dg.DagsterInstance.ephemeral())
+    assert [s.state for s in outcome.instructions] == ["served"] * 3
+    assert model.calls == 1, "one reply took the three functions and said clean"
+    out = pd.read_parquet(outcome.cleaned)
+    assert set(out["state"]) == {"MO", "TX", "NY", "WA"} and set(out["tier"]) == {"gold", "silver", "unknown"}
+    assert out["phone"].str.fullmatch(r"555-\d{3}-\d{4}").all()

@@ -151,3 +151,19 @@ def test_two_functions_of_one_name_or_too_many_functions_are_sent_back():
     many = "\n".join(f"<code>\n{CODE.replace('def ', f'def f{i}_', 1)}</code>" for i in range(MAX_FUNCTIONS + 1))
     with pytest.raises(ReplyError, match=f"at most {MAX_FUNCTIONS}"):
         parse_analysis_reply(many, columns=COLUMNS)
+
+
+def test_a_reply_adopts_several_candidates_each_with_the_items_it_serves_beside_its_own_code():
+    alone = parse_analysis_reply("<adopt>unify_case_state</adopt>\n<serves>2</serves>\n<adopt>`strip_whitespace`</adopt>"
+                                 "\n<serves>1, 3</serves>\n<status>clean</status>", columns=COLUMNS)
+    assert (alone.adopt, alone.serves, alone.adopted) == ("unify_case_state", (2,), (("strip_whitespace", (1, 3)),))
+    assert alone.function is None and alone.status == "clean"
+    beside = parse_analysis_reply(f"<code>\n{CODE}</code>\n<serves>4</serves>\n<adopt>unify_case_state</adopt>\n"
+                                  "<serves>2</serves>", columns=COLUMNS)
+    assert beside.function.name == "strip_tags" and beside.serves == (4,) and beside.adopt is None
+    assert beside.adopted == (("unify_case_state", (2,)),)
+    # one candidate alone is served by the <serves> anywhere in the reply, as before
+    one = parse_analysis_reply("<serves>5</serves>\n<adopt>unify_case_state</adopt>", columns=COLUMNS)
+    assert (one.adopt, one.serves, one.adopted) == ("unify_case_state", (5,), ())
+    with pytest.raises(ReplyError, match="twice"):
+        parse_analysis_reply("<adopt>a</adopt>\n<adopt>a</adopt>", columns=COLUMNS)

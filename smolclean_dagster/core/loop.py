@@ -221,8 +221,10 @@ def run_chunk(
             )
             last_answer = sent_back = carried = None
             reply_clean = proposal.status == "clean" and proposal.function is not None
+            # a candidate taken in the reply keeps its rule (`HybridAnalyst`): the trace says it was adopted
             queued = [proposal.model_copy(update={"function": f, "serves": s, "more": (), "issues": (), "declines": (),
-                                                  "plan": (), "usage": Usage(), "transcript": None})
+                                                  "plan": (), "usage": Usage(), "transcript": None,
+                                                  "adopt": f.name if f.rule is not None else None})
                       for f, s in proposal.more]
         tokens += proposal.usage.prompt_tokens + proposal.usage.completion_tokens
         fn = proposal.function

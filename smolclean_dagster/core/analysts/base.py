@@ -148,6 +148,9 @@ class Proposal(BaseModel):
     more: tuple[tuple[CleaningFunction, tuple[int, ...]], ...] = Field(
         default=(), description="the reply's further functions, each with the items it serves: judged in order, "
         "each as its own step, with no call in between")
+    adopted: tuple[tuple[str, tuple[int, ...]], ...] = Field(
+        default=(), description="ready-made candidates taken besides `adopt` or the reply's code, each with the items "
+        "it serves: judged after them, in the order named")
     model: str | None = None
     prompt_hash: str | None = None
     reply_hash: str | None = Field(default=None, description="hash of the model's raw reply (see replies.reply_hash)")

@@ -50,15 +50,20 @@ class HybridAnalyst:
         candidates = tuple(Candidate(name=f.name, docstring=f.summary, columns=f.columns, evidence=_evidence(f),
                                      on_labels=said.get(f.name, "")) for f in offered.values())
         proposal = self.llm.propose(request.model_copy(update={"candidates": candidates}))
-        if proposal.adopt is None:
+        taken = [proposal.adopt] * (proposal.adopt is not None) + [name for name, _ in proposal.adopted]
+        if not taken:
             return proposal
-        function = offered.get(proposal.adopt)
-        if function is None:
+        unknown = [name for name in taken if name not in offered]
+        if unknown:
             names = ", ".join(offered) or "none"
-            error = (f"you adopted `{proposal.adopt}`, which is not one of the candidates offered in this step "
-                     f"({names}); adopt one of them by its exact name, or write the function yourself in <code>")
-            return proposal.model_copy(update={"adopt": None, "error": error, "status": "needs_more_work"})
-        return proposal.model_copy(update={"function": function})
+            error = (f"you adopted {', '.join(f'`{n}`' for n in unknown)}, not among the candidates offered in this "
+                     f"step ({names}); adopt them by their exact names, or write the functions yourself in <code>")
+            return proposal.model_copy(update={"adopt": None, "adopted": (), "function": None, "more": (),
+                                               "error": error, "status": "needs_more_work"})
+        # candidates taken besides the step's function are judged after the reply's own functions, in order
+        more = proposal.more + tuple((offered[name], serves) for name, serves in proposal.adopted)
+        function = offered[proposal.adopt] if proposal.adopt is not None else proposal.function
+        return proposal.model_copy(update={"function": function, "more": more, "adopted": ()})
 
 
 def _as_the_rules_read_it(request: AnalysisRequest) -> AnalysisRequest:

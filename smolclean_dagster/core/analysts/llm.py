@@ -90,6 +90,7 @@ class LLMAnalyst:
         return Proposal(
             issues=reply.issues, function=reply.function, status=reply.status, serves=reply.serves,
             declines=reply.declines, adopt=reply.adopt, query=reply.query, plan=reply.plan, more=reply.more,
+            adopted=reply.adopted,
             **context,
         )
 

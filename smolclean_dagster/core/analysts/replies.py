@@ -17,7 +17,8 @@ The format (documented in docs/reply-format.md) is a few tagged sections:
     </declined>
     <status>needs_more_work</status>
 
-Instead of `<code>`, `<adopt>NAME</adopt>` takes a ready-made candidate function the prompt offered.
+`<adopt>NAME</adopt>` takes a ready-made candidate function the prompt offered, each followed by its own
+`<serves>`: several in one reply, alone or beside `<code>` sections (judged after them, in the order sent).
 `<serves>` names the instruction items the function carries out; `<declined>` declines items with a reason,
 beside a function or alone (a reply that only declines needs no `<status>`).
 
@@ -65,6 +66,8 @@ class AnalysisReply:
     query: str | None = None
     plan: tuple[str, ...] = ()
     more: tuple[tuple[CleaningFunction, tuple[int, ...]], ...] = ()
+    #: ready-made candidates taken besides `adopt` (or beside the reply's own code), each with the items it serves
+    adopted: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
 
 _FLAGS = re.IGNORECASE | re.DOTALL
@@ -121,14 +124,13 @@ def parse_analysis_reply(text: str, *, columns: list[str] | tuple[str, ...] = ()
         ('clean', 'ibu', True)
     """
     body = strip_reasoning(text)
+    adopts, body = _adopts(body)
     functions, rest = _functions(body, columns)
     function, serves = functions[0] if functions else (None, _serves(rest))
-    adopt = _ADOPT.search(rest)
-    if adopt and function is not None:
-        raise ReplyError(
-            f"the reply both adopts `{adopt.group(1)}` and sends code; send either <adopt>NAME</adopt> or one "
-            "function in <code>, not both"
-        )
+    adopt = None
+    if adopts and function is None:  # the first candidate taken is the step's function; one alone may be served
+        (adopt, own), adopts = adopts[0], adopts[1:]  # by a <serves> anywhere in the reply
+        serves = own if own is not None or adopts else serves
     query = _QUERY.search(rest)
     if query and (function is not None or adopt):
         raise ReplyError(
@@ -142,9 +144,38 @@ def parse_analysis_reply(text: str, *, columns: list[str] | tuple[str, ...] = ()
     status = _status(rest, has_function=function is not None or adopt is not None or query is not None or bool(declines))
     return AnalysisReply(
         issues=_issues(rest, columns), function=function, status=status, serves=serves,
-        declines=declines, adopt=adopt.group(1) if adopt else None,
+        declines=declines, adopt=adopt,
         query=query.group(1).strip() if query else None, plan=_plan(rest), more=tuple(functions[1:]),
+        adopted=tuple((name, own or ()) for name, own in adopts),
     )
+
+
+def _adopts(body: str) -> tuple[list[tuple[str, tuple[int, ...] | None]], str]:
+    """The candidates a reply adopts, in order, each with the items of the `<serves>` right after it (None when none
+    follows), and the reply without them: an adopt's `<serves>` is no code section's.
+
+    Example:
+        >>> _adopts("<adopt>unify_case_state</adopt>\n<serves>2</serves>\n<adopt>strip_whitespace</adopt>")[0]
+        [('unify_case_state', (2,)), ('strip_whitespace', None)]
+    """
+    found, kept, at = [], [], 0
+    for m in _ADOPT.finditer(body):
+        if m.start() < at:
+            continue
+        end, own = m.end(), None
+        served = _SERVES.match(body, end + len(body[end:]) - len(body[end:].lstrip()))
+        if served:
+            own, end = _serves(served.group(0)), served.end()
+        names = [name for name, _ in found]
+        if m.group(1) in names:
+            raise ReplyError(f"the reply adopts `{m.group(1)}` twice; adopt each candidate once")
+        found.append((m.group(1), own))
+        kept.append(body[at:m.start()])
+        at = end
+    if len(found) > MAX_FUNCTIONS:
+        raise ReplyError(f"the reply adopts {len(found)} candidates; adopt at most {MAX_FUNCTIONS} per reply, the "
+                         "others in the next step")
+    return found, "".join(kept) + body[at:]
 
 
 def _functions(body: str, columns: list[str] | tuple[str, ...]) -> tuple[list[tuple[CleaningFunction, tuple[int, ...]]], str]:
