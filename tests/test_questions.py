@@ -227,3 +227,19 @@ def test_an_answer_that_keeps_cells_as_written_is_carried_out_by_changing_nothin
                                                       instructions=keep, items=(ItemState(number=1, text=keep),)))
     assert proposal.function is None and proposal.status == "clean"
     assert [(d.number, d.reason) for d in proposal.declines] == [(1, "kept as written, as asked: no rule changes these cells")]
+
+
+def test_values_written_in_two_cases_are_asked_as_the_columns_case_which_reaches_every_value(sandbox):
+    df = pd.DataFrame({"city": ["ROCHESTER"] * 30 + ["Rochester"] * 40 + ["EL PASO"] * 25 + ["El Paso"] * 20
+                       + ["GREEN BAY"] * 3 + ["McAllen"] * 6})
+    [question] = ask_questions(df, dataset="d", drop="d.csv", said="").questions
+    title = next(o for o in question.options if o.choice == "every value in title case")
+    assert title.instruction == "Write the values of column 'city' in title case." and title.cells == 58
+    items = (ItemState(number=1, text=title.instruction),)
+    proposal = RulesAnalyst().propose(AnalysisRequest(dataset="d", chunk_id="c", step=1, chunk=df, reference=df,
+                                                      instructions=title.instruction, items=items))
+    assert proposal.serves == (1,)
+    cleaned = sandbox.run(proposal.function.code, df, entry=proposal.function.name)
+    # "GREEN BAY", never written two ways, is written so too; "McAllen" keeps its capital
+    assert set(cleaned["city"]) == {"Rochester", "El Paso", "Green Bay", "McAllen"}
+    assert not ask_questions(df, dataset="d", drop="d.csv", said=title.instruction).questions

@@ -30,6 +30,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from .analysts.asked import (
+    asked_case,
     asked_rewrites,
     asks_for_iso_dates,
     asks_for_plain_numbers,
@@ -374,6 +375,8 @@ def _spellings(name: str, column: ColumnValues, many: int, said: str):
         key = _PUNCTUATION.sub(" ", text.casefold()).strip()
         groups.setdefault(key, {})
         groups[key][text] = groups[key].get(text, 0) + n
+    if asked_case(said, name):
+        return None  # the user said which case the column's values are written in
     asked = asked_rewrites(said, name)
     split = []
     for spellings in groups.values():
@@ -387,11 +390,31 @@ def _spellings(name: str, column: ColumnValues, many: int, said: str):
     shown = "; ".join(" / ".join(f"{_q(v)} [{n}]" for v, n in g.items()) for g in split)
     text = (f"Column {_q(name)} writes {len(split)} value(s) two ways, each on many rows: {shown}. Which spelling "
             "should the module write?")
-    options = [_rewrite_option("the most common spelling of each", name, [(list(g)[1:], list(g)[0], g) for g in split])]
+    options = _case_options(name, column, split)
+    options.append(_rewrite_option("the most common spelling of each", name, [(list(g)[1:], list(g)[0], g) for g in split]))
     if all(len(g) == 2 for g in split):
         options.append(_rewrite_option("the other spelling of each", name, [(list(g)[:1], list(g)[1], g) for g in split]))
     options.append(("keep them as written", 0, (), f"Keep the spellings of column {_q(name)} as written."))
     return ("spellings", (name,), text, options)
+
+
+def _case_options(name: str, column: ColumnValues, split: list[dict[str, int]]) -> list[tuple]:
+    """Where every value written two ways differs only in case ("ROCHESTER" / "Rochester"), an option per case that
+    one spelling of each is written in: every value of the column in that case, the ones never written two ways and
+    the next drop's too (`asked.asked_case`), not only a table of the values seen. The case of the most common
+    spellings first."""
+    if not all(len({v.casefold() for v in g}) == 1 for g in split):
+        return []
+    styles = [s for s in case_variants.STYLES if all(any(case_variants.style(v) == s for v in g) for g in split)]
+    usual = [case_variants.style(next(iter(g))) for g in split]
+    styles.sort(key=lambda s: -usual.count(s))
+    options = []
+    for style in styles:
+        changed = {v: n for v, n in column.counts.items() if case_variants.convert(v, style, asked=True) != v}
+        examples = tuple(f"{_q(v)} -> {_q(case_variants.convert(v, style, asked=True))}" for v in _top(changed))
+        options.append((f"every value in {style} case", sum(changed.values()), examples,
+                        f"Write the values of column {_q(name)} in {style} case."))
+    return options
 
 
 def _rewrite_option(choice: str, column: str, rewrites: list[tuple[list[str], str, dict[str, int]]]):
