@@ -331,3 +331,17 @@ def test_a_column_without_a_case_convention_writes_a_known_value_as_it_was_learn
     assert out == ["Premium", "Business", "Joanne Plus", "JoAnne Plus", "PreMium", "Gold", "GOLD"]
     assert out == [case_variants.fix(v, None, context["exceptions"], context["letters"], tuple(context["keep"]))
                    for v in unseen]
+
+
+def test_a_title_case_asked_of_names_writes_shouted_names_and_keeps_abbreviations_and_own_spellings():
+    from smolclean_dagster.core.instructions import ItemState
+
+    names = ["O'BRIEN, PAT", "d'angelo", "DON'T STOP", "McDonald", "ANN LEE", "USA", "mary-jo ruiz"]
+    chunk = pd.DataFrame({"name": names * 8})
+    said = "Write the values of column 'name' in title case."
+    proposal = RulesAnalyst().propose(request(chunk, reference=chunk, instructions=said,
+                                              items=(ItemState(number=1, text=said),)))
+    assert proposal.serves == (1,)
+    out = load(proposal.function)(chunk)
+    assert out["name"].tolist()[:7] == ["O'Brien, Pat", "D'Angelo", "Don't Stop", "McDonald", "Ann Lee", "USA",
+                                        "Mary-Jo Ruiz"]

@@ -143,7 +143,8 @@ def _case(found: list[Finding], refined: list[Finding | None], columns: list[Col
     examples = ", ".join(f"{v!r} -> {w!r}" for v, w in pairs[:2] if v != w) or "see the table"
     share = f"{round(100 * case_variants.CONVENTION_SHARE)}% or more"
     return {"column": f.column, "convention": convention, "exceptions": exceptions, "examples": examples, "share": share,
-            "letters": letters, "keep": list(keep), "asked": bool(params.get("asked"))}
+            "letters": letters, "keep": list(keep), "asked": bool(params.get("asked")),
+            "title_start": case_variants.TITLE_START, "two_words": case_variants.TWO_WORDS}
 
 
 def _misspellings(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:

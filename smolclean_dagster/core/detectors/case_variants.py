@@ -69,6 +69,14 @@ _SHOUTED = re.compile(r"[^\W\d_]{%d,}" % MIN_SHOUTED_WORD)
 #: A letter that starts a word: at the start, or after whitespace, a hyphen, a slash or a parenthesis.
 WORD_START = r"(?<![^\s\-/(])[^\W\d_]"
 _WORD_START = re.compile(WORD_START)
+#: A letter written in capitals in title case: a word's first, and the one after a single letter and an apostrophe
+#: that start a word ("O'Brien", "D'Angelo", "L'Oreal"; "Don't" keeps its "t").
+TITLE_START = WORD_START + r"|(?:(?<=^[^\W\d_]')|(?<=[\s\-/(][^\W\d_]'))[^\W\d_]"
+_TITLE_START = re.compile(TITLE_START)
+#: Two words with letters: an all-capitals value of several words is a name shouted ("ANN LEE"), not an abbreviation,
+#: where the user asked for title case.
+TWO_WORDS = r"[^\W\d_]\S*\s+\S*[^\W\d_]"
+_TWO_WORDS = re.compile(TWO_WORDS)
 _SPACES = re.compile(r"\s+")
 
 
@@ -107,18 +115,20 @@ def convert(value: str, convention: str, asked: bool = False) -> str:
         ('St. Louis', 'shipped', 'Shipped', 'CO')
         >>> convert("Taiwan", "upper", asked=True), convert("JD@X.COM", "lower", asked=True)
         ('TAIWAN', 'jd@x.com')
+        >>> convert("O'BRIEN", "title"), convert("DON'T STOP", "title"), convert("ANN LEE", "title", asked=True)
+        ("O'Brien", "Don't Stop", 'Ann Lee')
     """
     kind = style(value)
     if asked and convention in ("upper", "lower"):
         return value.upper() if convention == "upper" else value.lower()
     if convention == "upper":
         return value.upper() if kind == "lower" else value
-    if kind == "upper" and not _SHOUTED.search(value):
+    if kind == "upper" and not _SHOUTED.search(value) and not (asked and _TWO_WORDS.search(value)):
         return value  # an abbreviation or a code ("USA", "CO") is written in capitals on purpose
     if convention == "lower":
         return value.lower() if kind == "upper" else value
     if kind in ("lower", "upper"):
-        return _WORD_START.sub(lambda m: m.group(0).upper(), value.lower())
+        return _TITLE_START.sub(lambda m: m.group(0).upper(), value.lower())
     return value
 
 
