@@ -292,6 +292,9 @@ def test_an_item_a_function_leaves_undone_stays_open_and_the_model_is_told_what_
         outcome = learn(settings, tmp_path / "sites.csv", dg.DagsterInstance.ephemeral())
     (item,) = outcome.instructions
     assert item.state == "served" and item.functions == ("upper_states",), item
+    # the evidence counts the cells the item asks otherwise, as the rules' candidate does
+    found = model.prompts[0].split("## What the detectors still find")[1].split("\n## ")[0]
+    assert "are written in another case than the upper case asked" in found, found
     told = [p for p in model.prompts if "does not serve item #1" in p]
     assert told and "'Ny'" in told[0] and "'Il'" in told[0]
     assert pd.read_parquet(outcome.cleaned)["state"].tolist() == [s.upper() for s in states] * 13 + ["MO", "TX"]

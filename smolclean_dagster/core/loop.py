@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .analysts.asked import asks_to_normalise_whitespace
-from .analysts.rules import still_asked
+from .analysts.rules import findings_as_asked, still_asked
 from .analysts.base import AnalysisRequest, Analyst, Proposal, RegisteredSummary, Usage
 from .errors import SmolcleanError
 from .functions import CleaningFunction, constants_of, kept_as_written
@@ -171,7 +171,9 @@ def run_chunk(
         states = registry.coverage(items) if reads else ()
         still_open = open_items(states)
         chunk = clean_with(registry, work.rows, runner)
-        findings = detect_issues(chunk)
+        # as the rules read the user's words: a case asked of 'state' counts the cells in another case, as the
+        # rules' candidate says
+        findings = findings_as_asked(detect_issues(chunk), chunk, _instructions(settings, False))
         if not findings and not still_open and getattr(analyst, "trusts_detectors", True):
             yield FinalStep(step=step, reason="no_findings", accepted=tuple(accepted), items=states)
             return

@@ -401,28 +401,10 @@ class RulesAnalyst:
         return list(self._functions(request, self._findings(request)))
 
     def _findings(self, request: AnalysisRequest) -> list[Finding]:
-        findings = list(request.findings) or detect_issues(request.chunk)
-        if asks_to_normalise_whitespace(request.instructions):
-            # the loop's detectors read no instructions: asked, free text's own spacing is stray whitespace too
-            findings = [f for f in findings if f.kind != whitespace.KIND] + [
-                f for name in request.chunk.columns
-                if (f := _detect(whitespace.KIND, ColumnValues.of(name, request.chunk[name]), request.instructions))
-            ]
-        if any(_number_forms_asked(request.instructions)):
-            # the same for numbers: a column written "7.0" throughout is dirty only because the user says so
-            findings = [f for f in findings if f.kind != number_format.KIND] + [
-                f for name in request.chunk.columns
-                if (f := _detect(number_format.KIND, ColumnValues.of(name, request.chunk[name]), request.instructions))
-            ]
-        if cased := [c for c in request.chunk.columns if asked_case(request.instructions, str(c))]:
-            # a case asked of a column is its convention whatever it writes: judged over the drop's rows, as the
-            # chunk may hold none of the values it rewrites
-            rows = _drop_rows(request)
-            rows = request.chunk if rows is None else rows
-            findings = [f for f in findings if not (f.kind == case_variants.KIND and f.column in cased)] + [
-                f for name in cased
-                if (f := _detect(case_variants.KIND, ColumnValues.of(name, rows[name]), request.instructions))
-            ]
+        # a case asked of a column is its convention whatever it writes: judged over the drop's rows, as the chunk
+        # may hold none of the values it rewrites
+        findings = findings_as_asked(list(request.findings) or detect_issues(request.chunk), request.chunk,
+                                     request.instructions, rows=lambda: _drop_rows(request))
         findings += drop_findings(request, findings, {kind: rule.prefix for kind, rule in RULES.items()})
         asked = _asked_rewrites(request) + _asked_layouts(request) + _asked_units(request) + _asked_digits(request)
         return findings + asked + _asked_placeholders(request)
@@ -526,6 +508,37 @@ class RulesAnalyst:
         if rows is None or finding.column not in rows.columns or finding.kind not in KINDS:
             return None
         return _detect(finding.kind, ColumnValues.of(finding.column, rows[finding.column]), instructions)
+
+
+def findings_as_asked(findings: list[Finding], chunk: pd.DataFrame, instructions: str,
+                      rows: Callable[[], pd.DataFrame | None] = lambda: None) -> list[Finding]:
+    """The detectors' `findings` on `chunk` as the user's words read them (the detectors read no instructions):
+    asked, free text's own spacing is stray whitespace too, a column written "7.0" throughout is dirty, and a
+    column's values in another case than the one asked are, judged over `rows()` (the drop's rows; the chunk when
+    None).
+
+    Example:
+        >>> chunk = pd.DataFrame({"state": ["ca", "NY", "Tx"] * 10})
+        >>> [f.message for f in findings_as_asked([], chunk, "Write the values of column 'state' in upper case.")]
+        ["20 cells of 'state' are written in another case than the upper case asked"]
+    """
+    if asks_to_normalise_whitespace(instructions):
+        findings = [f for f in findings if f.kind != whitespace.KIND] + [
+            f for name in chunk.columns
+            if (f := _detect(whitespace.KIND, ColumnValues.of(name, chunk[name]), instructions))
+        ]
+    if any(_number_forms_asked(instructions)):
+        findings = [f for f in findings if f.kind != number_format.KIND] + [
+            f for name in chunk.columns
+            if (f := _detect(number_format.KIND, ColumnValues.of(name, chunk[name]), instructions))
+        ]
+    if cased := [c for c in chunk.columns if asked_case(instructions, str(c))]:
+        drop = rows()
+        drop = chunk if drop is None else drop
+        findings = [f for f in findings if not (f.kind == case_variants.KIND and f.column in cased)] + [
+            f for name in cased if (f := _detect(case_variants.KIND, ColumnValues.of(name, drop[name]), instructions))
+        ]
+    return findings
 
 
 def _detect(kind: str, column: ColumnValues, instructions: str) -> Finding | None:
