@@ -345,3 +345,19 @@ def test_a_new_plan_line_keeps_the_function_serving_it_when_another_chunk_took_i
     states = {s.number: s.state for s in registry.coverage(registry.items_for(""))}
     assert states == {1: "declined", 2: "declined", 3: "served"}, states
     assert "3. [served by fix_city_spellings] city: fix the two misspelled cities" in prompts[1], prompts[1]
+
+
+def test_dirt_left_on_the_held_out_rows_goes_back_to_the_model_only_where_a_chunk_shows_that_kind():
+    from smolclean_dagster.core.plan import select_wave
+
+    df = pd.DataFrame({"id": [str(i) for i in range(500)], "style": ["IPA"] * 500})
+    plan = split_drop(df, dataset="d", drop="d.csv", chunk_size=50, holdout_fraction=0.2)
+    first = select_wave(plan, {0: ("rare_variants:style",)}, wave_size=2, budget=12, ask_model=True)
+    quiet = {i: () for i in range(1, 10)}
+    # no chunk, analysed or left, shows the kind left on the held-out rows: the model would see none of it
+    done = select_wave(first, quiet, wave_size=2, budget=12, ask_model=True, held_out=("case_variants:style",))
+    assert done.done and done.stopped == "no new dirt"
+    # the analysed chunk showed that kind: its function may be a table the held-out rows defeat, so it goes back
+    again = select_wave(first, quiet, wave_size=2, budget=12, ask_model=True, held_out=("rare_variants:style",))
+    [chunk] = [c for c in again.chunks if c.wave == 2]
+    assert chunk.reason.startswith("left on the held-out rows by the functions so far: rare_variants:style")

@@ -189,8 +189,8 @@ def select_wave(
     no detector sees dirt: the corrections show what the user wants written otherwise; so does a drop whose
     instructions ask the rules a rewrite (`asked`: values, units, date or digit layouts). Before it is done, a
     model is given one more chunk for the kinds of dirt still left on the held-out rows (`held_out`,
-    "kind:column"), each kind once: it is told the kinds and the columns, never the held-out values, so the
-    held-out check stays a check on rows it never saw.
+    "kind:column") that a chunk shows too, each kind once: it is told the kinds and the columns, never the
+    held-out values, so the held-out check stays a check on rows it never saw.
 
     Example:
         >>> plan = select_wave(split_drop(df, dataset="c", drop="c.csv", chunk_size=50, holdout_fraction=0.2),
@@ -238,8 +238,12 @@ def select_wave(
     # A model that is configured is always asked: it reads the whole drop's evidence, which no chunk's detectors see.
     if not reasons and ask_model and plan.waves == 0 and spare:
         reasons[spare.pop(0)] = "the model is asked once over the whole drop's evidence (the chunks' detectors are quiet)"
-    # What the functions so far leave on the held-out rows goes back to the model before the run ends.
+    # What the functions so far leave on the held-out rows goes back to the model before the run ends, where rows it
+    # may see show that kind of dirt too (a chunk analysed or one left): its function may then be one the held-out
+    # rows defeat (a table of the slips it saw). Where no chunk shows it, the model sees none of it (it never sees
+    # the held-out rows) and can only say so, a call for nothing.
     back = sorted(set(held_out) - set(plan.returned)) if ask_model and not reasons else []
+    back = [kind for kind in back if kind in seen or any(kind in signatures.get(i, ()) for i in spare)]
     if back and spare:
         best = max(spare, key=lambda i: (len(set(signatures.get(i, ())) & set(back)), -i))
         reasons[best] = ("left on the held-out rows by the functions so far: " + ", ".join(back[:6])
