@@ -359,9 +359,9 @@ def case_taught(corrected: list[tuple[str, str]], confirmed: list[str]) -> tuple
     taught = 0
     for before, after in corrected:
         b, a = before.strip(), after.strip()
-        if b == a or b.casefold() != a.casefold() or case_variants.style(a) not in case_variants.STYLES:
-            continue  # not a change of case alone; or a value's own spelling ("McDonald"), no case of the column
         case = case_variants.style(a)
+        if b == a or b.casefold() != a.casefold() or case not in case_variants.STYLES:
+            continue  # not a change of case alone; or a value's own spelling ("McDonald"), no case of the column
         cases.setdefault(case, (b, a))
         taught += case_variants.convert(b, case, asked=True) == a
     if len(cases) != 1 or taught < MIN_CASE_CORRECTIONS:

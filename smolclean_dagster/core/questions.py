@@ -367,6 +367,8 @@ def _dates(name: str, column: ColumnValues, many: int, said: str):
 def _spellings(name: str, column: ColumnValues, many: int, said: str):
     """A question for a text column where values are written two ways (case, punctuation, spacing), each on many
     cells: which spelling the module should write."""
+    if asked_case(said, name):
+        return None  # the user said which case the column's values are written in
     groups: dict[str, dict[str, int]] = {}
     for value, n in column.counts.items():
         text = value.strip()
@@ -375,8 +377,6 @@ def _spellings(name: str, column: ColumnValues, many: int, said: str):
         key = _PUNCTUATION.sub(" ", text.casefold()).strip()
         groups.setdefault(key, {})
         groups[key][text] = groups[key].get(text, 0) + n
-    if asked_case(said, name):
-        return None  # the user said which case the column's values are written in
     asked = asked_rewrites(said, name)
     split = []
     for spellings in groups.values():

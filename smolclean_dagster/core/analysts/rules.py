@@ -143,7 +143,7 @@ def _case(found: list[Finding], refined: list[Finding | None], columns: list[Col
     examples = ", ".join(f"{v!r} -> {w!r}" for v, w in pairs[:2] if v != w) or "see the table"
     share = f"{round(100 * case_variants.CONVENTION_SHARE)}% or more"
     return {"column": f.column, "convention": convention, "exceptions": exceptions, "examples": examples, "share": share,
-            "letters": letters, "keep": list(keep), "asked": bool(params.get("asked")),
+            "letters": letters, "keep": list(keep), "asked": asked,
             "title_start": case_variants.TITLE_START, "two_words": case_variants.TWO_WORDS}
 
 
@@ -671,8 +671,7 @@ def still_asked(item: str, frame: pd.DataFrame) -> dict[str, list[str]]:
             rewrites.append(lambda v, c=case: case_variants.convert(v, c, asked=True))
         left = [v for v in held.index if any((w := rewrite(v)) is not None and w != v for rewrite in rewrites)]
         if asked_placeholder(item, name) is not None:
-            empty = int(values.isna().sum() + (text.str.strip() == "").sum())
-            left = [""] * bool(empty) + [v for v in left if v.strip()]
+            left = [""] * bool(_empty_cells(values)) + [v for v in left if v.strip()]
         if left:
             out[name] = left
     return out
@@ -690,13 +689,17 @@ def _asked_placeholders(request: AnalysisRequest) -> list[Finding]:
         cells = 0
         for frame in (request.chunk, request.reference):
             if frame is not None and column in frame.columns:
-                values = frame[column]
-                cells += int((values.isna() | values.apply(lambda v: isinstance(v, str) and not v.strip())).sum())
+                cells += _empty_cells(frame[column])
         if cells:
             out.append(Finding(kind=PLACEHOLDERS, column=str(column), count=cells,
                                message=f"{cells} empty cells of {str(column)!r} the instructions ask written as "
                                f"{placeholder!r}", examples=("",), params={"placeholder": placeholder}))
     return out
+
+
+def _empty_cells(values: pd.Series) -> int:
+    """The cells of `values` a placeholder is asked for: nulls, and text that is empty or only whitespace."""
+    return int((values.isna() | values.apply(lambda v: isinstance(v, str) and not v.strip())).sum())
 
 
 def _asked_values(request: AnalysisRequest, kind: str, asked, what: str) -> list[Finding]:
