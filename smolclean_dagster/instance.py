@@ -34,11 +34,18 @@ HOME_VARIABLE = "DAGSTER_HOME"
 #: Where Dagster's commands keep the instance they make when DAGSTER_HOME is not set (deleted when they stop).
 TEMPORARY_HOME_PREFIX = ".tmp_dagster_home_"
 
+#: No telemetry; smolclean's logs in the runs' logs; queued runs looked for every second, not every five: a
+#: learning run is a chain of short runs the learning sensor queues one after another (nine or more per drop).
 _DAGSTER_YAML = """\
 telemetry:
   enabled: false
 python_logs:
   managed_python_loggers: [smolclean]
+run_coordinator:
+  module: dagster.core.run_coordinator
+  class: QueuedRunCoordinator
+  config:
+    dequeue_interval_seconds: 1
 """
 
 

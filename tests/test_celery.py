@@ -34,7 +34,10 @@ def celery_env(tmp_path: Path):
     with redis_server() as redis:
         home = tmp_path / "dagster_home"
         home.mkdir()
-        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
+        # The queue looked at every second, as in the instance `smolclean ui` makes: each stage of learning is a run.
+        (home / "dagster.yaml").write_text(
+            "telemetry:\n  enabled: false\nrun_coordinator:\n  module: dagster.core.run_coordinator\n"
+            "  class: QueuedRunCoordinator\n  config:\n    dequeue_interval_seconds: 1\n", encoding="utf-8")
         # Create the instance's SQLite storage once, before three processes open it at the same moment and
         # each stamps its own schema version (a race of SQLite storage only; PostgreSQL is the shared set-up).
         with dg.DagsterInstance.from_config(str(home)) as instance:
@@ -82,7 +85,7 @@ def test_a_drop_is_learned_through_the_learning_sensor_with_its_chunk_steps_on_t
     dataset without a module starts a learning run, whose steps the sensor `people_learning` submits."""
     env, root, logs = celery_env
     settings = DatasetSettings(name="people", workdir=Path(env["SMOLCLEAN_WORKDIR"]), chunk_size=10, chunk_budget=2,
-                               sensor_interval_s=5)
+                               sensor_interval_s=5, stable_ticks=1)
     save_settings(settings)  # the code location serves the datasets of the workdir
     settings.drops_dir.mkdir(parents=True)
     daemon_log = root / "daemon.log"

@@ -135,8 +135,10 @@ def test_a_model_s_cached_replies_replayed_give_a_byte_identical_module(drop, tm
     holding only the first run's reply cache, asks the server nothing and gets the same module."""
     model = InstructedModel(code={}, adopt=("",))
     with ScriptedLLM(responder=model) as llm:
+        # Four chunks of four steps each: waves side by side, a few dozen calls to cache and replay.
         first = _offline(tmp_path / "first").model_copy(update={
-            "analyst": "hybrid", "model": "openai/test-model", "api_base": llm.api_base, "api_key": "k"})
+            "analyst": "hybrid", "model": "openai/test-model", "api_base": llm.api_base, "api_key": "k",
+            "chunk_budget": 4, "max_steps": 4})
         orders = _learn((first, "last"), drop=drop)
         calls = len(llm.requests)
     assert calls > 0 and model.calls > 0
