@@ -144,10 +144,13 @@ def customers(rng: random.Random, n: int = 360) -> list[dict[str, str]]:
                 "is_active": _boolean_text(rng, _chance(rng, 0.8)),
             }
         )
-    # a few rare misspellings of frequent categories, at fixed rows so the demo always shows them
+    # a few rare misspellings of frequent categories, so the demo always shows them: each in the first row from a
+    # fixed one that holds the value (a misspelt city is still that city's customer, in its state; a misspelt plan
+    # still costs that plan's price)
     for row_index, (column, right) in zip((17, 88, 143, 201, 266), (("city", "Chicago"), ("city", "Seattle"),
                                                                      ("plan", "Premium"), ("plan", "Enterprise"),
                                                                      ("plan", "Premium"))):
+        row_index = next(i for i in range(row_index, n) if rows[i][column] == right)
         rows[row_index][column] = MISSPELLED[right]
     return rows
 

@@ -147,7 +147,7 @@ def _case(found: list[Finding], refined: list[Finding | None], columns: list[Col
             "title_start": case_variants.TITLE_START, "two_words": case_variants.TWO_WORDS}
 
 
-def _misspellings(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict:
+def _misspellings(found: list[Finding], refined: list[Finding | None], columns: list[ColumnValues]) -> dict | None:
     (f,), (r,) = found, refined
     # The drop decides what is frequent: in a chunk of 50 rows a misspelling seen five times looks canonical.
     mapping = dict((r or f).params["mapping"])
@@ -156,7 +156,12 @@ def _misspellings(found: list[Finding], refined: list[Finding | None], columns: 
     mapping = dict(list(mapping.items())[: rare_variants.MAX_CORRECTIONS])
     # The column's valid values go with the fix, so that it judges the next drop's values by the drop's evidence.
     valid = {v: n for v, n in (r or f).params["vocabulary"].items() if v not in mapping}
+    if not mapping:
+        return None  # every rare value near a frequent one is another entity (`_with_companion`): no slip seen
+    companion = (r or f).params.get("companion")
     return {"column": f.column, "mapping": mapping, "valid": valid, "examples": _arrows(f.examples[:2], mapping),
+            "companion": companion, "companions": (r or f).params.get("companions", {}) if companion else {},
+            "share": rare_variants.COMPANION_SHARE, "share_percent": round(100 * rare_variants.COMPANION_SHARE),
             "frequent": rare_variants.UNSEEN_TARGET_CELLS, "chars_per_edit": rare_variants.CHARS_PER_EDIT,
             "min_length": rare_variants.MIN_LENGTH, "min_garbled": rare_variants.MIN_GARBLED_LENGTH,
             "min_swap": rare_variants.MIN_SWAP_LENGTH, "word": rare_variants.WORD}
@@ -421,6 +426,10 @@ class RulesAnalyst:
             if rows is None:
                 rows = _drop_rows(request)
             refined = [self._refine(f, rows, request.instructions) for f in found]
+            if rule.kind == rare_variants.KIND:  # a rare value another column shows to be another entity is no slip
+                frame = request.chunk if rows is None else rows
+                found = [_with_companion(f, frame) for f in found]
+                refined = [r if r is None else _with_companion(r, frame) for r in refined]
             if rule.kind not in (*DROP_KINDS, *ASKED_KINDS) and request.reference is not None and None in refined:
                 # the whole drop does not show this dirt (e.g. a rare suffix is no unit there): trust the drop
                 log.debug("rules: %s on %s not confirmed by the drop", rule.kind, [f.column for f in found])
@@ -508,6 +517,34 @@ class RulesAnalyst:
         if rows is None or finding.column not in rows.columns or finding.kind not in KINDS:
             return None
         return _detect(finding.kind, ColumnValues.of(finding.column, rows[finding.column]), instructions)
+
+
+def _with_companion(finding: Finding, rows: pd.DataFrame) -> Finding:
+    """A misspelling finding with the column that says which entity each value of its column is, judged over `rows`
+    (`rare_variants.companions`), and what the rows of each value a slip could become hold there; a rare value
+    whose rows mostly hold something else there is another entity, and leaves the mapping for the vocabulary.
+
+    Example:
+        >>> rows = pd.DataFrame({"city": ["Irving"] * 10 + ["Boston"] * 8 + ["Irvine", "Irvine", "Irvig"],
+        ...                      "state": ["TX"] * 10 + ["MA"] * 8 + ["CA", "CA", "TX"]})
+        >>> found = rare_variants.detect(ColumnValues.of("city", rows["city"]))
+        >>> found.params["mapping"], _with_companion(found, rows).params["mapping"]
+        ({'Irvig': 'Irving', 'Irvine': 'Irving'}, {'Irvig': 'Irving'})
+    """
+    params = finding.params
+    if finding.column not in rows.columns:
+        return finding
+    targets = [v for v, n in params["vocabulary"].items() if n >= rare_variants.UNSEEN_TARGET_CELLS]
+    companion, held = rare_variants.companions(rows, finding.column, targets)
+    if companion is None:
+        return finding
+    others = rare_variants.contradicted(rows, finding.column, params["mapping"], companion, held)
+    mapping = {k: v for k, v in params["mapping"].items() if k not in others}
+    vocabulary = params["vocabulary"]
+    if others:
+        vocabulary = rare_variants.vocabulary(ColumnValues.of(finding.column, rows[finding.column]).meaningful, mapping)
+    return finding.model_copy(update={"params": {**params, "mapping": mapping, "vocabulary": vocabulary,
+                                                 "companion": companion, "companions": held}})
 
 
 def findings_as_asked(findings: list[Finding], chunk: pd.DataFrame, instructions: str,
@@ -764,6 +801,9 @@ def _row_keys(frame: pd.DataFrame) -> pd.Series:
 _DISPLAY_ONLY = {"examples", "why"}
 #: Context keys holding a set of characters as a string: merging unites them.
 _ALPHABETS = {"letters"}
+#: A table read in the column another key names: merged only where both functions read the same column, else the
+#: first function's column and table are kept (the column that says which entity a value is).
+_FIRST_TABLE = {"companions": "companion"}
 
 
 def _merge_context(a: dict, b: dict) -> dict:
@@ -775,6 +815,10 @@ def _merge_context(a: dict, b: dict) -> dict:
             out.setdefault(key, value)
         elif key in _ALPHABETS:  # the letters both columns' values use
             out[key] = "".join(sorted(set(out[key]) | set(value)))
+        elif key in _FIRST_TABLE and out.get(_FIRST_TABLE[key]) != b.get(_FIRST_TABLE[key]):
+            continue  # a table read in another column than the first function's: the first's column and table
+        elif key in _FIRST_TABLE.values() and out[key] != value:
+            continue
         else:
             out[key] = _merge_value(out[key], value)
     return out

@@ -10,17 +10,24 @@ nearest frequent values are equally close stays as it is (nothing says which was
 What the fix carries to the next drop is the column, not only the slips seen: its valid values with the rows
 that held them (`vocabulary`), so the function decides a value it never saw by the same evidence (a value of
 the column is never rewritten; another one is judged as `variant_mapping` judges a value of one cell).
+
+A rare value close to a frequent one can be another entity of its own ("Irvine" beside a hundred "Irving",
+"Bristow" beside "Bristol"). Where another column says which entity a value is (`companions`: a city's rows
+agree on their state), a row whose cell there differs from what the frequent value's rows hold is another
+entity's, and keeps its value; a rare value whose rows mostly differ so is no slip at all.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
+import pandas as pd
 from rapidfuzz import process
 from rapidfuzz.distance import OSA, Levenshtein
 
 from ..findings import Finding
-from .cells import ColumnValues, holds_person_names, top_examples, without_stray
+from .cells import ColumnValues, holds_person_names, normalise, top_examples, without_stray
 
 KIND = "rare_variants"
 
@@ -165,3 +172,88 @@ def garbled_mapping(values: dict[str, int]) -> dict[str, str]:
                 out[value] = candidate
                 break
     return dict(sorted(out.items()))
+
+
+#: A column is a value's companion when this share of the value's rows holding something there hold the same,
+#: on `MIN_FREQUENT_CELLS` rows or more ("Irving": state "TX" on every row).
+COMPANION_SHARE = 0.9
+
+
+def companion_text(value: object) -> str | None:
+    """A cell as companions compare it: text stripped and case-folded, a number as written, else None (an empty
+    cell or a null says nothing about which entity a row is).
+
+    Example:
+        >>> companion_text(" tx "), companion_text(2139), companion_text(""), companion_text(None)
+        ('tx', '2139', None, None)
+    """
+    if isinstance(value, str):
+        return value.strip().casefold() or None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
+        return str(value)
+    return None
+
+
+def companions(rows: pd.DataFrame, column: str, values: Iterable[str]) -> tuple[str | None, dict[str, str]]:
+    """The other column of `rows` that says which entity a value of `column` is, and what the rows of each of
+    `values` hold there: (column, {value: companion text}), or (None, {}) when no column does.
+
+    A column qualifies for a value when `COMPANION_SHARE` of the value's rows holding something there hold the
+    same; the column taken is the one that qualifies for the most rows of `values`, as long as it tells two of
+    them apart (a column holding "USD" on every row says nothing).
+
+    Example:
+        >>> rows = pd.DataFrame({"city": ["Irving"] * 6 + ["Irvine"] * 2 + ["Boston"] * 5,
+        ...                      "state": ["TX"] * 6 + ["CA"] * 2 + ["ma"] * 5, "currency": ["USD"] * 13})
+        >>> companions(rows, "city", ["Irving", "Boston"])
+        ('state', {'Boston': 'ma', 'Irving': 'tx'})
+    """
+    if column not in rows.columns or rows.empty:
+        return None, {}
+    keys = rows[column].map(lambda v: normalise(v) if isinstance(v, str) else None)
+    wanted = set(values)
+    best: tuple[int, int, str, dict[str, str]] | None = None
+    for place, other in enumerate(rows.columns):
+        if other == column:
+            continue
+        pairs = pd.DataFrame({"key": keys, "held": rows[other].map(companion_text)}).dropna()
+        pairs = pairs[pairs["key"].isin(wanted)]
+        if pairs.empty:
+            continue
+        counts = pairs.groupby(["key", "held"]).size()
+        totals = counts.groupby(level=0).sum()
+        tops = counts.sort_values(ascending=False, kind="stable").groupby(level=0).head(1)
+        held, covered = {}, 0
+        for (key, text), n in tops.items():
+            if n >= MIN_FREQUENT_CELLS and n >= COMPANION_SHARE * totals[key]:
+                held[key], covered = text, covered + int(totals[key])
+        if len(set(held.values())) < 2:
+            continue
+        if best is None or covered > best[0]:
+            best = (covered, -place, str(other), dict(sorted(held.items())))
+    return (best[2], best[3]) if best else (None, {})
+
+
+def contradicted(rows: pd.DataFrame, column: str, mapping: dict[str, str], companion: str,
+                 held: dict[str, str]) -> set[str]:
+    """The rare values of `mapping` whose rows mostly hold something else in `companion` than the rows of the value
+    they would become: each another entity, no slip.
+
+    Example:
+        >>> rows = pd.DataFrame({"city": ["Irvine", "Irvine", "Irvig"], "state": ["CA", "CA", "TX"]})
+        >>> contradicted(rows, "city", {"Irvine": "Irving", "Irvig": "Irving"}, "state", {"Irving": "tx"})
+        {'Irvine'}
+    """
+    if column not in rows.columns or companion not in rows.columns:
+        return set()
+    keys = rows[column].map(lambda v: normalise(v) if isinstance(v, str) else None)
+    texts = rows[companion].map(companion_text)
+    out = set()
+    for value, target in mapping.items():
+        expected = held.get(target)
+        if expected is None:
+            continue
+        seen = texts[(keys == value) & texts.notna()]
+        if (seen != expected).sum() > (seen == expected).sum():
+            out.add(value)
+    return out
