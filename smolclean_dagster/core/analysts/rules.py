@@ -530,6 +530,8 @@ def _with_companion(finding: Finding, rows: pd.DataFrame) -> Finding:
         >>> found = rare_variants.detect(ColumnValues.of("city", rows["city"]))
         >>> found.params["mapping"], _with_companion(found, rows).params["mapping"]
         ({'Irvig': 'Irving', 'Irvine': 'Irving'}, {'Irvig': 'Irving'})
+        >>> _with_companion(found, rows).message
+        "1 cells of 'city' hold 1 rare spelling(s) close to a frequent value (e.g. 'Irvig' -> 'Irving')"
     """
     params = finding.params
     if finding.column not in rows.columns:
@@ -539,12 +541,15 @@ def _with_companion(finding: Finding, rows: pd.DataFrame) -> Finding:
     if companion is None:
         return finding
     others = rare_variants.contradicted(rows, finding.column, params["mapping"], companion, held)
+    if not others:
+        return finding.model_copy(update={"params": {**params, "companion": companion, "companions": held}})
+    # what the finding says (its cells, its example) is said of the slips left, as the function fixes them
     mapping = {k: v for k, v in params["mapping"].items() if k not in others}
-    vocabulary = params["vocabulary"]
-    if others:
-        vocabulary = rare_variants.vocabulary(ColumnValues.of(finding.column, rows[finding.column]).meaningful, mapping)
-    return finding.model_copy(update={"params": {**params, "mapping": mapping, "vocabulary": vocabulary,
-                                                 "companion": companion, "companions": held}})
+    column = ColumnValues.of(finding.column, rows[finding.column])
+    if not mapping:
+        return finding.model_copy(update={"params": {**params, "mapping": {}}})
+    return rare_variants.finding(column, mapping, rare_variants.vocabulary(column.meaningful, mapping),
+                                 companion=companion, companions=held)
 
 
 def findings_as_asked(findings: list[Finding], chunk: pd.DataFrame, instructions: str,

@@ -82,7 +82,12 @@ def detect(column: ColumnValues) -> Finding | None:
     mapping = variant_mapping(column.meaningful)
     if not mapping:
         return None
-    variants = {value: column.meaningful[value] for value in mapping}
+    return finding(column, mapping, vocabulary(column.meaningful, mapping))
+
+
+def finding(column: ColumnValues, mapping: dict[str, str], valid: dict[str, int], **params: object) -> Finding:
+    """The finding of `mapping`'s slips in `column`: their cells, an example, the valid values (`vocabulary`)."""
+    variants = {value: column.meaningful.get(value, 0) for value in mapping}
     n = sum(variants.values())
     first = next(iter(mapping))
     return Finding(
@@ -94,7 +99,7 @@ def detect(column: ColumnValues) -> Finding | None:
             f"(e.g. {first!r} -> {mapping[first]!r})"
         ),
         examples=top_examples(variants),
-        params={"mapping": mapping, "vocabulary": vocabulary(column.meaningful, mapping)},
+        params={"mapping": mapping, "vocabulary": valid, **params},
     )
 
 
