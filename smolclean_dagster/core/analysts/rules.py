@@ -160,7 +160,7 @@ def _misspellings(found: list[Finding], refined: list[Finding | None], columns: 
         return None  # every rare value near a frequent one is another entity (`_with_companion`): no slip seen
     companion = (r or f).params.get("companion")
     return {"column": f.column, "mapping": mapping, "valid": valid, "examples": _arrows(f.examples[:2], mapping),
-            "companion": companion, "companions": (r or f).params.get("companions", {}) if companion else {},
+            "companion": companion, "companions": (r or f).params.get("companions", {}),
             "share": rare_variants.COMPANION_SHARE, "share_percent": round(100 * rare_variants.COMPANION_SHARE),
             "frequent": rare_variants.UNSEEN_TARGET_CELLS, "chars_per_edit": rare_variants.CHARS_PER_EDIT,
             "min_length": rare_variants.MIN_LENGTH, "min_garbled": rare_variants.MIN_GARBLED_LENGTH,
@@ -428,8 +428,9 @@ class RulesAnalyst:
             refined = [self._refine(f, rows, request.instructions) for f in found]
             if rule.kind == rare_variants.KIND:  # a rare value another column shows to be another entity is no slip
                 frame = request.chunk if rows is None else rows
-                found = [_with_companion(f, frame) for f in found]
-                refined = [r if r is None else _with_companion(r, frame) for r in refined]
+                (f,), (r,) = found, refined
+                entity = _companion(r or f, frame)  # judged once, by the finding the function is written from
+                found, refined = [_with_companion(f, frame, entity)], [r and _with_companion(r, frame, entity)]
             if rule.kind not in (*DROP_KINDS, *ASKED_KINDS) and request.reference is not None and None in refined:
                 # the whole drop does not show this dirt (e.g. a rare suffix is no unit there): trust the drop
                 log.debug("rules: %s on %s not confirmed by the drop", rule.kind, [f.column for f in found])
@@ -519,35 +520,39 @@ class RulesAnalyst:
         return _detect(finding.kind, ColumnValues.of(finding.column, rows[finding.column]), instructions)
 
 
-def _with_companion(finding: Finding, rows: pd.DataFrame) -> Finding:
-    """A misspelling finding with the column that says which entity each value of its column is, judged over `rows`
-    (`rare_variants.companions`), and what the rows of each value a slip could become hold there; a rare value
-    whose rows mostly hold something else there is another entity, and leaves the mapping for the vocabulary.
+def _companion(finding: Finding, rows: pd.DataFrame) -> tuple[str | None, dict[str, str]]:
+    """The column of `rows` that says which entity each value of a misspelling finding's column is, and what the rows
+    of each value a slip could become hold there (`rare_variants.companions`)."""
+    targets = [v for v, n in finding.params["vocabulary"].items() if n >= rare_variants.UNSEEN_TARGET_CELLS]
+    return rare_variants.companions(rows, finding.column, targets)
+
+
+def _with_companion(finding: Finding, rows: pd.DataFrame, entity: tuple[str | None, dict[str, str]]) -> Finding:
+    """A misspelling finding with its `entity` column and table (`_companion`); a rare value whose rows in `rows`
+    mostly hold something else there is another entity, and leaves the mapping for the vocabulary.
 
     Example:
         >>> rows = pd.DataFrame({"city": ["Irving"] * 10 + ["Boston"] * 8 + ["Irvine", "Irvine", "Irvig"],
         ...                      "state": ["TX"] * 10 + ["MA"] * 8 + ["CA", "CA", "TX"]})
         >>> found = rare_variants.detect(ColumnValues.of("city", rows["city"]))
-        >>> found.params["mapping"], _with_companion(found, rows).params["mapping"]
+        >>> judged = _with_companion(found, rows, _companion(found, rows))
+        >>> found.params["mapping"], judged.params["mapping"]
         ({'Irvig': 'Irving', 'Irvine': 'Irving'}, {'Irvig': 'Irving'})
-        >>> _with_companion(found, rows).message
+        >>> judged.message
         "1 cells of 'city' hold 1 rare spelling(s) close to a frequent value (e.g. 'Irvig' -> 'Irving')"
     """
+    companion, held = entity
     params = finding.params
-    if finding.column not in rows.columns:
-        return finding
-    targets = [v for v, n in params["vocabulary"].items() if n >= rare_variants.UNSEEN_TARGET_CELLS]
-    companion, held = rare_variants.companions(rows, finding.column, targets)
     if companion is None:
         return finding
     others = rare_variants.contradicted(rows, finding.column, params["mapping"], companion, held)
     if not others:
         return finding.model_copy(update={"params": {**params, "companion": companion, "companions": held}})
-    # what the finding says (its cells, its example) is said of the slips left, as the function fixes them
     mapping = {k: v for k, v in params["mapping"].items() if k not in others}
-    column = ColumnValues.of(finding.column, rows[finding.column])
     if not mapping:
         return finding.model_copy(update={"params": {**params, "mapping": {}}})
+    # what the finding says (its cells, its example) is said of the slips left, as the function fixes them
+    column = ColumnValues.of(finding.column, rows[finding.column])
     return rare_variants.finding(column, mapping, rare_variants.vocabulary(column.meaningful, mapping),
                                  companion=companion, companions=held)
 
