@@ -123,6 +123,21 @@ def test_a_case_slip_is_judged_by_its_share_where_the_column_writes_its_values_o
     assert findings_of(languages, "case_variants") == []
 
 
+def test_a_columns_case_is_read_from_how_each_value_is_mostly_written():
+    # thirteen codes in capitals, twelve of them also in lower case on a few of their rows: twelve distinct slips
+    # beside thirteen codes, but each code is written in capitals on most of its rows, so capitals are the rule
+    codes = ["TX", "MA", "CT", "OH", "CA", "IL", "GA", "NJ", "CO", "WA", "RI", "UT", "OK"]
+    states = [c for c in codes for _ in range(40)] + [c.lower() for c in codes[:12] for _ in range(3)]
+    f = only(states, "case_variants")
+    assert f.params["convention"] == "upper" and f.params["keep"] == () and f.count == 36
+    # four values, each in lower case on a seventh of its rows (13% of the column's cells): slips, none kept
+    status = ["Active"] * 560 + ["active"] * 92 + ["Dormant"] * 235 + ["dormant"] * 33 + ["Prospect"] * 233
+    f = only(status + ["prospect"] * 35 + ["Churned"] * 14, "case_variants")
+    assert f.params["keep"] == () and f.count == 160
+    assert f.params["exceptions"] == {"active": "Active", "churned": "Churned", "dormant": "Dormant",
+                                      "prospect": "Prospect"}
+
+
 def test_case_variants_without_a_convention_list_every_value_they_can_spell():
     plans = ["Basic"] * 60 + ["Premium"] * 30 + ["Business"] * 20 + ["basic"]
     f = only(plans, "case_variants")

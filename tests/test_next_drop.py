@@ -5,9 +5,13 @@ an amount) sends two drops. The rules learn from the first through the agent loo
 run does; the exported module then cleans the second drop. Its new typos and case slips ("Colubus", "COLUMBUS",
 "denver", "Los nAgeles", "PREMIUM") are fixed because the functions carry the column (its valid values, its case
 convention), not a table of the slips seen; its new real values ("Dayton" on 40 rows, "Dalton" beside "Dallas")
-are left as they are, and no row's result depends on the batch it is cleaned in. Real cities one letter from a
-frequent one ("Irvine", CA, beside "Irving", TX; the next drop's "Layton", UT, beside its own "Dayton", OH) are
-other places, as their rows' states say: they stay, in both drops, while "Irvig" in TX and "Daytn" in OH are fixed.
+are left as they are, and no row's result depends on the batch it is cleaned in. A column's case is read from how
+each of its values is mostly written, so slips spread over many values ("ny", "tx", "il" beside "NY", "TX", "IL";
+"basic" on a seventh of the "Basic" rows) neither hide the convention nor pass for a way of writing.
+
+Real cities one letter from a frequent one ("Irvine", CA, beside "Irving", TX; the next drop's "Layton", UT, beside
+its own "Dayton", OH) are other places, as their rows' states say: they stay, in both drops, while "Irvig" in TX and
+"Daytn" in OH are fixed.
 """
 
 from __future__ import annotations
@@ -35,11 +39,14 @@ PLANS = ["Basic"] * 6 + ["Premium"] * 3 + ["Business"] * 2 + ["Enterprise"]
 FIRST_SLIPS = [("city", "Atlantta", "Atlanta", 1), ("city", "Housten", "Houston", 1),
                ("city", "Philadelpia", "Philadelphia", 1), ("city", "Seatle", "Seattle", 1),
                ("city", "BOSTON", "Boston", 1), ("city", "phoenix", "Phoenix", 1), ("plan", "basic", "Basic", 1),
-               ("city", "Irvig", "Irving", 1), ("state", "ca", "CA", 9)]
+               ("city", "Irvig", "Irving", 1), ("state", "ca", "CA", 9), ("state", "ny", "NY", 8),
+               ("state", "tx", "TX", 6), ("state", "il", "IL", 5), ("state", "oh", "OH", 3), ("state", "ga", "GA", 3),
+               ("plan", "basic", "Basic", 140), ("plan", "premium", "Premium", 70),
+               ("plan", "business", "Business", 45)]
 NEXT_SLIPS = [("city", "Colubus", "Columbus", 2), ("city", "COLUMBUS", "Columbus", 3), ("city", "denver", "Denver", 2),
               ("city", "Los nAgeles", "Los Angeles", 1), ("city", "Atlantta", "Atlanta", 1),
               ("plan", "PREMIUM", "Premium", 2), ("plan", "business", "Business", 1), ("state", "ca", "CA", 7),
-              ("city", "Daytn", "Dayton", 1)]
+              ("city", "Daytn", "Dayton", 1), ("state", "ut", "UT", 1), ("state", "ny", "NY", 4)]
 #: A city of the first drop, and a real city one letter from it in another state, on a few rows.
 FIRST_CITIES = [("Irving", "TX", 60), ("Irvine", "CA", 4)]
 #: Real cities the first drop never held: one on many rows, one beside "Dallas" (three letters apart), one a letter
@@ -73,10 +80,10 @@ def learned_from(drop: pd.DataFrame, sandbox, path) -> Registry:
     """The functions the rules learn from `drop`: one chunk of 50 rows showing the drop's dirt (as the planner
     picks it), the drop's first 1,600 rows as reference and the last 400 held out, through the agent loop."""
     cities = {c for c, _, _ in CITIES + FIRST_CITIES}
-    dirty = [i for i in range(1600) if drop.at[i, "city"] not in cities or drop.at[i, "state"] == "ca"
-             or drop.at[i, "plan"] not in PLANS]
-    clean = [i for i in range(1600) if i not in set(dirty)]
-    chunk = drop.loc[(dirty + clean)[:50]].reset_index(drop=True)
+    places = [i for i in range(1600) if drop.at[i, "city"] not in cities or drop.at[i, "state"].islower()]
+    plans = [i for i in range(1600) if drop.at[i, "plan"] not in PLANS]
+    clean = [i for i in range(1600) if i not in set(places + plans)]
+    chunk = drop.loc[(places + plans[:8] + clean)[:50]].reset_index(drop=True)
     work = ChunkWork(dataset="customers", drop="first.csv", chunk_id="c0", rows=chunk,
                      holdout=drop.iloc[1600:].reset_index(drop=True), reference=drop.iloc[:1600].reset_index(drop=True))
     store = RegistryStore(path, "customers")
@@ -124,10 +131,14 @@ def test_the_next_drops_slips_the_first_never_showed_are_fixed(two_drops, sandbo
     assert changes(first, again, "city")[("Irvig", "Irving")] == 1 and (again["city"] == "Irvine").sum() == 4
     [spelling] = [e.function.code for e in registry.entries if e.function.name == "fix_misspellings_city"]
     assert "'Irvine': 'Irving'" not in spelling and "COMPANION = 'state'" in spelling
-    # the plan column has four values (no case convention to learn): its known spellings carry over
+    # the plan column has four values (no case convention to learn): its known spellings carry over; each value is
+    # written in lower case on a seventh of its rows, slips the first drop shows by their share, not a way of its own
     assert changes(written, cleaned, "plan") == {("PREMIUM", "Premium"): 2, ("business", "Business"): 1}
-    # "ca" on 7 rows here (9 in the first drop, beside 301 "CA") is a slip, not a spelling of the source's own
-    assert changes(written, cleaned, "state") == {("ca", "CA"): 7}
+    assert changes(first, again, "plan") == {("basic", "Basic"): 141, ("premium", "Premium"): 70,
+                                             ("business", "Business"): 45}
+    # "ca" on 7 rows here (9 in the first drop, beside 301 "CA") is a slip, not a spelling of the source's own; the
+    # first drop wrote every code in capitals but its slips, so "ut", a code it never held, follows them too
+    assert changes(written, cleaned, "state") == {("ca", "CA"): 7, ("ny", "NY"): 4, ("ut", "UT"): 1}
 
 
 def test_the_next_drop_comes_out_as_meant_and_its_new_real_values_stay(two_drops):

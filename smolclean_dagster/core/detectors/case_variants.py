@@ -31,23 +31,27 @@ KIND = "case_variants"
 #: A column repeats its values when it has at most this many distinct values per cell. Case carries
 #: meaning in identifiers and free text, which rarely repeat; categories repeat.
 MAX_DISTINCT_SHARE = 0.5
-#: A column follows a convention when this share of its cells with letters follow it ...
+#: A column follows a convention when this share of its cells with letters belong to values it writes that way
+#: most (each value counted with all its rows in its usual spelling: its slips do not vote against the convention
+#: they break, "tx" on 15 rows beside "TX" on 324, however many values have such slips) ...
 CONVENTION_SHARE = 0.9
 #: ... out of at least this many cells ...
 MIN_CONVENTION_CELLS = 10
-#: ... and this many distinct values, and this share of them: a column of one value ("USA") shows no convention
-#: for the next value.
+#: ... and this many distinct values so written, and this share of them: a column of one value ("USA") shows no
+#: convention for the next value.
 MIN_CONVENTION_VALUES, CONVENTION_VALUE_SHARE = 12, 0.8
 #: A spelling the rule would rewrite is kept when the file writes it on purpose. In a column written one way
-#: (`CONVENTION_SHARE` of its cells in one case) that is judged by the spelling's share of its value's rows: a
-#: fifth or more ("new york" 30 beside "New York" 40) is a way the file writes the value; below that, outnumbered
-#: more than four to one in a column that writes everything else one way, it is a slip however many rows it has
-#: ("ca" on 9 rows beside "CA" on 301: 3%). Typing slips of a source run at a few percent of a value's rows.
+#: (`CONVENTION_SHARE` of its cells in values usually written in one case) that is judged by the spelling's share
+#: of its value's rows: a fifth or more ("new york" 30 beside "New York" 40) is a way the file writes the value;
+#: below that, outnumbered more than four to one in a column that writes everything else one way, it is a slip
+#: however many rows it has ("ca" on 9 rows beside "CA" on 301: 3%). Typing slips of a source run at a few percent
+#: of a value's rows.
 KEEP_SHARE = 0.2
-#: A column that writes its values in several cases (no case holds `CONVENTION_SHARE` of its cells: rayyan's
-#: language codes "eng" and "ENG" beside names "English") often joins sources that each write a value their own
-#: way: there a spelling on this many rows is kept ("ENG" on 23 rows beside "eng" on 464), and a value written
-#: two ways on that many rows each keeps its rare third spelling too ("Eng" on 2 rows): nothing says which is wrong.
+#: A column that writes its values in several cases (no case is the usual one of values holding `CONVENTION_SHARE`
+#: of its cells: rayyan's language codes "eng" and "ENG" beside names "English") often joins sources that each
+#: write a value their own way: there a spelling on this many rows is kept ("ENG" on 23 rows beside "eng" on 464),
+#: and a value written two ways on that many rows each keeps its rare third spelling too ("Eng" on 2 rows): nothing
+#: says which is wrong.
 KEEP_CELLS = 5
 #: Either way a spelling on fewer rows than this is no evidence of a way of writing ("boston" once beside
 #: "Boston" three times); a value written only against the convention is kept when it holds this many rows and
@@ -235,12 +239,13 @@ def case_rule(column: ColumnValues, asked: str | None = None) -> tuple[str | Non
     letters = "".join(sorted({c for v in established for c in _LETTER.findall(v.casefold())}))
     if asked is not None:
         return asked, _exceptions(keys, asked, asked=True), letters, ()
+    # each value counts, with all its rows, in the case the file writes it most (see `CONVENTION_SHARE`)
     styles = {s: 0 for s in (*STYLES, "mixed")}
     distinct = dict.fromkeys(styles, 0)
     for spellings in keys.values():
-        for value, n in spellings.items():
-            styles[style(value)] += n
-            distinct[style(value)] += 1
+        usual_spelling = max(spellings.items(), key=lambda item: (item[1], item[0]))[0]
+        styles[style(usual_spelling)] += sum(spellings.values())
+        distinct[style(usual_spelling)] += 1
     cased = sum(styles.values())
     usual = max(STYLES, key=lambda s: (styles[s], -STYLES.index(s)))
     # the column writes its values one way; with many distinct values so written, that is a rule for new values too
