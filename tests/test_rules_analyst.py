@@ -312,6 +312,19 @@ def test_the_misspelling_fix_judges_a_value_it_never_saw_as_the_detector_would_h
     assert load(fn)(pd.DataFrame({"city": out}, dtype=object))["city"].tolist() == out, "not idempotent"
 
 
+def test_the_date_fix_writes_a_later_drops_dates_of_formats_it_never_saw_when_they_read_one_way():
+    # learned from ISO dates with a few written mm/dd/yyyy; a later drop brings month names and the year first
+    learned = [f"2023-{m:02d}-{d:02d}" for m in range(1, 13) for d in (3, 17)] + ["01/08/2023", "11/25/2023"]
+    fn = propose_for("date_format", pd.DataFrame({"listed_on": learned}, dtype=object))
+    unseen = ["Jan 5, 2024", "March 14, 2024", "2024/02/29", "7 Feb 2024", "12/30/2023", "05.01.2024", "Jan 5 2524",
+              "2023-04-03", "soon"]
+    out = load(fn)(pd.DataFrame({"listed_on": unseen}, dtype=object))["listed_on"].tolist()
+    # a day-and-month layout the drop never wrote ("05.01.2024") could be either: kept; so is a year far off
+    assert out == ["2024-01-05", "2024-03-14", "2024-02-29", "2024-02-07", "2023-12-30", "05.01.2024", "Jan 5 2524",
+                   "2023-04-03", "soon"]
+    assert load(fn)(pd.DataFrame({"listed_on": out}, dtype=object))["listed_on"].tolist() == out, "not idempotent"
+
+
 def test_a_case_slip_on_many_rows_beside_a_far_more_common_spelling_is_fixed():
     codes = ["TX", "NY", "IL", "AZ", "PA", "OH", "CO", "GA", "WA", "MA", "OR"]
     frame = pd.DataFrame({"state": ["CA"] * 301 + ["ca"] * 9 + codes * 30}, dtype=object)

@@ -39,7 +39,7 @@ from ..detectors import (
 )
 from ..detectors.cells import DIGITS_AND_SEPARATORS, NULL_TOKENS, NUMBER_WITH_UNIT, in_layout, unit_key
 from ..date_layouts import Layout, convert
-from ..detectors.date_format import candidate_formats
+from ..detectors.date_format import ONE_WAY, candidate_formats
 from ..findings import Finding
 from ..functions import CleaningFunction, RuleSpec, kept_as_written
 from ..profile import detect_issues
@@ -185,8 +185,8 @@ def _dates(found: list[Finding], refined: list[Finding | None], columns: list[Co
     day_first, target = params["day_first"], params["dominant"]
     if to_iso:  # the user asked for ISO 8601: every format seen is rewritten, the column's own too
         seen = (set(f.params["formats"]) | set(params["formats"]) | {target}) - {date_format.ISO_LABEL}
-        formats = [fmt for fmt in candidate_formats(day_first) if fmt in seen]
-        if not formats:
+        formats = [fmt for fmt in candidate_formats(day_first) if fmt in seen or fmt in ONE_WAY]
+        if not [fmt for fmt in formats if fmt in seen]:
             return None
         first, last = int((params["first"] or "1900")[:4]), int((params["last"] or "2100")[:4])
         return {"column": f.column, "formats": formats, "day_first": day_first, "target": None,
@@ -196,10 +196,11 @@ def _dates(found: list[Finding], refined: list[Finding | None], columns: list[Co
     if params["round_trip"] < date_format.MIN_ROUND_TRIP:
         return None  # its own format cannot be written back exactly ("3/4/2020" unpadded): leave the column
     seen = (set(f.params["formats"]) | set(params["formats"])) - {target}
-    formats = [fmt for fmt in candidate_formats(day_first) if fmt in seen]  # the detector's order decides
+    # the formats seen, and those a date reads one way in, for a later drop's; the detector's order decides
+    formats = [fmt for fmt in candidate_formats(day_first) if fmt in seen or (fmt in ONE_WAY and fmt != target)]
     if target != date_format.ISO_LABEL:
         formats = [fmt for fmt in formats if date_format.has_time(fmt) == date_format.has_time(target)]
-    if not formats:
+    if not [fmt for fmt in formats if fmt in seen]:
         return None
     first, last = int(params["first"][:4]), int(params["last"][:4])
     return {"column": f.column, "formats": formats, "day_first": day_first,

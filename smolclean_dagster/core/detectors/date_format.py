@@ -53,6 +53,11 @@ WORDED = (
     "%d-%b-%y", "%d %b %y", "%d-%B-%Y", "%A, %B %d, %Y", "%a, %d %b %Y", "%a %b %d %Y",
 )
 TIMES = ("%H:%M", "%H:%M:%S", "%I:%M %p", "%I:%M:%S %p", "%I:%M%p")
+#: Formats a date reads one way in whatever the drop writes (the year first, the month in words): a date column's
+#: fix rewrites them too where the drop it learned from never showed them, so a later drop's "Jan 5, 2024" or
+#: "2024/01/05" is written in the column's format like the slips it saw. A numeric layout with the day and month
+#: first needs the drop's order (`day_first_layouts`), so only the layouts seen are read.
+ONE_WAY = YEAR_FIRST + WORDED
 #: A column's own format is written back only when this share of its values come back unchanged from it.
 MIN_ROUND_TRIP = 0.95
 #: A date is rewritten only when its year lies this far around the years of the column's own dates: a
