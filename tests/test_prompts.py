@@ -147,11 +147,16 @@ def test_the_harm_rules_are_stated_with_the_numbers_the_gate_applies():
     # the model learned "a value on 5 rows is presumed right" only from rejections; each rule is stated with the
     # number core/harm.py applies, so a changed constant changes the prompt with it
     from smolclean_dagster.core import harm
-    from smolclean_dagster.core.detectors.case_variants import KEEP_CELLS
+    from smolclean_dagster.core.detectors.case_variants import CONVENTION_SHARE, KEEP_CELLS, KEEP_SHARE
     from smolclean_dagster.core.detectors.cells import DOMINANT_SHAPE
 
     system = " ".join(system_prompt().split())
     assert f"it rewrites a value the drop holds on {KEEP_CELLS} rows or more wherever that value stands" in system
+    # ... but a case slip, as the case rule and the gate judge it (a model left "tx" on 15 rows beside "TX" on 324)
+    assert (f"where {CONVENTION_SHARE:.0%} of the column's cells hold values whose usual spelling is in one and the "
+            f"same case, that rule writes a spelling in another case on less than {KEEP_SHARE:.0%} of its value's "
+            f"rows in that case, as a slip") in system
+    assert f"where the column mixes cases, \"eng\" beside \"English\", a spelling on {KEEP_CELLS} rows or more stays" in system
     assert (f"more than {harm.HARM_SHARE:.0%} of the cells it changes (and {harm.MIN_HARM_CELLS} or more) held a "
             f"value that looks valid: a value on {harm.COMMON_CELLS} rows or more turned into another of the same "
             f"shape") in system

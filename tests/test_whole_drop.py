@@ -14,7 +14,7 @@ from llm_server import ScriptedLLM, reply
 from smolclean_dagster.core import evidence, queries
 from smolclean_dagster.core.analysts.replies import parse_analysis_reply
 from smolclean_dagster.core.drops import drop_key
-from smolclean_dagster.core.plan import choose_holdout, held_out_residual, split_drop
+from smolclean_dagster.core.plan import choose_holdout, held_out_residual, plan_chunks, split_drop
 from smolclean_dagster.core.profile import detect_issues
 from smolclean_dagster.core.storage import DatasetStore
 from smolclean_dagster.core.steps import ChunkTrace
@@ -260,18 +260,40 @@ def test_dirt_left_on_the_held_out_rows_goes_back_to_the_model_without_its_value
 
 
 def test_a_spelling_the_drop_holds_on_many_rows_does_not_go_back_from_the_held_out_rows_and_a_rare_one_does():
-    # "ENG" is on 12 rows of the drop, three of them held out: there it looks like a slip, but the drop says it is
-    # a spelling of its own, which the harm gate keeps; asking the model about it again is a call for nothing
+    # "ENG" is on 12 rows of the drop, three of them held out: there it looks like a slip, but in a column that
+    # mixes cases ("English" beside "eng") the drop says it is a spelling of its own, which the harm gate keeps;
+    # asking the model about it again is a call for nothing
     rng = random.Random(3)
-    languages = ["eng"] * 900 + ["ENG"] * 12 + ["fre"] * 88
+    languages = ["eng"] * 700 + ["English"] * 200 + ["ENG"] * 12 + ["fre"] * 88
     rng.shuffle(languages)
     df = pd.DataFrame({"id": [str(i) for i in range(1000)], "language": languages})
     plan = split_drop(df, dataset="d", drop="d.csv", chunk_size=50, holdout_fraction=0.2)
     held = list(plan.holdout)
     assert [f.column for f in detect_issues(df.loc[held]) if f.kind == "case_variants"] == ["language"]
     assert held_out_residual(plan, df, lambda rows: rows) == ()
+    # where every value is written in lower case but its slips, "ENG" on 12 rows beside "eng" on 900 is a slip
+    # however many rows hold it: the gate lets a function fix it, so it goes back
+    lower = df.assign(language=df["language"].replace({"English": "eng"}))
+    assert held_out_residual(plan, lower, lambda rows: rows) == ("case_variants:language",)
     df.loc[held[:2], "language"] = "fre "  # a stray space is not the spelling "fre" the drop holds on many rows
     assert held_out_residual(plan, df, lambda rows: rows) == ("whitespace:language",)
+
+
+def test_no_chunk_goes_to_the_model_for_the_spacing_of_free_text_unless_the_user_asks():
+    # contact notes are sentences over the drop; one stretch of rows holds short ones, each with a double space
+    # after a full stop: over those 50 rows the column looks like values, and its spacing like dirt. The gate
+    # sends back any function respacing the notes, so choosing that chunk for it costs a model call for nothing.
+    notes = ["Wants a demo for the sales team. Call back on Tuesday mornings, before ten."] * 1000
+    notes[500:550] = ["Signed.  Paid."] * 50
+    df = pd.DataFrame({"id": [str(i) for i in range(1000)], "city": ["Bend"] * 1000, "notes": notes})
+
+    def reasons(**kwargs) -> list[str]:
+        plan = plan_chunks(df, dataset="d", drop="d.csv", chunk_size=50, budget=4, holdout_fraction=0.1,
+                           ask_model=True, **kwargs)
+        return [c.reason for c in plan.chunks if c.reason]
+
+    assert not any("whitespace:notes" in r for r in reasons())
+    assert any("whitespace:notes" in r for r in reasons(spacing_asked=True)), "asked, the spacing is the user's"
 
 
 def test_a_learning_run_stops_asking_the_model_once_its_token_budget_is_spent(tmp_path):

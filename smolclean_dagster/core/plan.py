@@ -19,7 +19,9 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from .detectors import case_variants, whitespace
 from .detectors.case_variants import KEEP_CELLS
+from .detectors.cells import ColumnValues
 from .drops import chunk_id
 from .errors import SmolcleanError
 from .profile import detect_issues
@@ -287,11 +289,15 @@ def plan_chunks(
     left_alone: frozenset[str] = frozenset(),
     taught: bool = False,
     asked: bool = False,
+    spacing_asked: bool = False,
 ) -> ChunkPlan:
     """Split a drop (or continue `previous`) and choose the next wave of chunks for the analyst. Kinds of dirt in
     `left_alone` (those the defaults leave as written, such as null tokens nobody asked to null) do not go back
     to the model from the held-out rows. `taught`: the drop's labelled rows hold corrections; `asked`: the
-    instructions ask the rules a rewrite (see `select_wave`).
+    instructions ask the rules a rewrite (see `select_wave`). Unless the instructions ask for whitespace to be
+    normalised (`spacing_asked`), the spacing of a column of free text over the drop is its writer's: the harm
+    gate sends back a function that changes it, so no chunk goes to the model for it (a chunk whose few notes
+    are short enough to look like values, each with a double space after a full stop, cost a call for nothing).
 
     Example:
         >>> plan = plan_chunks(df, dataset="c", drop="c.csv", chunk_size=50, budget=8, holdout_fraction=0.2)  # doctest: +SKIP
@@ -305,9 +311,26 @@ def plan_chunks(
     probe = probe_chunks(plan, budget)
     signatures = residual_signatures(plan, df, probe, clean or (lambda rows: rows))
     held_out = held_out_residual(plan, df, clean, left_alone) if ask_model and plan.waves and clean is not None else ()
+    if ask_model and not spacing_asked:
+        writers = free_text_spacing(df)
+        signatures = {i: tuple(k for k in kinds if k not in writers) for i, kinds in signatures.items()}
+        held_out = tuple(k for k in held_out if k not in writers)
     return select_wave(plan, signatures, wave_size=wave_size or budget, budget=budget, steps=steps,
                        open_items=open_items, first_wave=first_wave, ask_model=ask_model, held_out=held_out,
                        taught=taught, asked=asked)
+
+
+def free_text_spacing(df: pd.DataFrame) -> frozenset[str]:
+    """The stray whitespace ("whitespace:column") of the drop's columns of free text, judged over the whole drop:
+    a chunk's rows of such a column may be short enough to look like values, and their spacing then like dirt.
+
+    Example:
+        >>> notes = ["Called twice.  Wants a demo for the sales team next week."] * 3 + ["Signed.  Paid."]
+        >>> sorted(free_text_spacing(pd.DataFrame({"notes": notes, "city": ["Bend "] * 4})))
+        ['whitespace:notes']
+    """
+    return frozenset(f"{whitespace.KIND}:{c}" for c in df.columns
+                     if whitespace.is_free_text(ColumnValues.of(c, df[c])))
 
 
 def held_out_residual(plan: ChunkPlan, df: pd.DataFrame, clean: Cleaner,
@@ -316,18 +339,23 @@ def held_out_residual(plan: ChunkPlan, df: pd.DataFrame, clean: Cleaner,
     those whose flagged values the drop holds on many rows: a spelling on `KEEP_CELLS` rows or more, or one of
     a value the drop writes two ways on that many rows each ("ENG" beside "eng"), is presumed right, and the
     harm gate sends back any function that rewrites it, so asking the model about it again costs a call for
-    nothing."""
+    nothing. A case slip is judged by the case rule over the whole drop instead, as the gate judges it: "tx" on
+    15 rows beside "TX" on 324 is a slip still to fix."""
     rows = plan.holdout_rows(df)
     if rows.empty:
         return ()
     found = [f for f in detect_issues(clean(rows)) if f.kind not in left_alone]
-    return tuple(sorted({f"{f.kind}:{f.column}" for f in found if not _settled(df, f.column, f.examples)}))
+    return tuple(sorted({f"{f.kind}:{f.column}" for f in found if not _settled(df, f.column, f.examples, f.kind)}))
 
 
-def _settled(df: pd.DataFrame, column: str, values: tuple[str, ...]) -> bool:
-    """Whether the drop holds every one of `values` on many rows, or writes each two ways on many rows each."""
+def _settled(df: pd.DataFrame, column: str, values: tuple[str, ...], kind: str = "") -> bool:
+    """Whether the drop holds every one of `values` on many rows, or writes each two ways on many rows each; for
+    a case slip, whether the case rule learned over the whole drop keeps every one of them."""
     if not values or column not in df.columns:
         return False
+    if kind == case_variants.KIND:
+        convention, exceptions, letters, keep = case_variants.case_rule(ColumnValues.of(column, df[column]))
+        return all(case_variants.fix(v, convention, exceptions, letters, keep) == v for v in values)
     counts = df[column][df[column].map(type) == str].value_counts()
     many = set(counts.index[counts >= KEEP_CELLS])
     spellings = pd.Series(list(many), dtype=object).str.casefold().value_counts()

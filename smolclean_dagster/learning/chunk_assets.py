@@ -12,7 +12,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from ..asset_keys import DatasetKeys
-from ..core.analysts.asked import asks_the_rules, left_as_written
+from ..core.analysts.asked import asks_the_rules, asks_to_normalise_whitespace, left_as_written
 from ..core.drops import read_drop
 from ..core.errors import SmolcleanError
 from ..core.instructions import open_items, split_instructions
@@ -111,6 +111,7 @@ def chunks_asset(s: DatasetSettings, keys: DatasetKeys) -> dg.AssetsDefinition:
             left_alone=left_as_written(s.instructions),
             taught=labels is not None and bool(labels.corrections),
             asked=not s.reads_instructions and asks_the_rules(s.instructions, [str(c) for c in raw_data.columns]),
+            spacing_asked=asks_to_normalise_whitespace(s.instructions),
         )
         new = [c for c in plan.selected if not context.instance.has_dynamic_partition(chunk_parts.name, c)]
         if new:

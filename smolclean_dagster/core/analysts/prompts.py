@@ -22,7 +22,7 @@ import pandas as pd
 import yaml
 
 from .. import entities, harm
-from ..detectors.case_variants import KEEP_CELLS
+from ..detectors.case_variants import CONVENTION_SHARE, KEEP_CELLS, KEEP_SHARE
 from ..detectors import whitespace
 from ..detectors.cells import DOMINANT_SHAPE
 from ..errors import AnalystError
@@ -228,6 +228,8 @@ def _one_line(text: str) -> str:
 #: once, in the code that applies them.
 JUDGED = {
     "keep_cells": KEEP_CELLS,
+    "keep_share": f"{KEEP_SHARE:.0%}",
+    "convention_share": f"{CONVENTION_SHARE:.0%}",
     "common_cells": harm.COMMON_CELLS,
     "rarer": harm.RARER,
     "harm_share": f"{harm.HARM_SHARE:.0%}",
