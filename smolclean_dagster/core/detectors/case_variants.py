@@ -284,20 +284,26 @@ def _kept(keys: dict[str, dict[str, int]], table: dict[str, str], convention: st
           uniform: bool) -> tuple[str, ...]:
     """The spellings the rule would rewrite that the file writes on purpose: on a real share of their value's
     rows (in a column written one way, `uniform`) or on many rows (in one written several ways), or common in
-    the column. A value the file writes two such ways ("eng" 464, "ENG" 23 where the column mixes cases) has no
-    one right spelling, so its rare third one ("Eng" on 2 rows) is kept too: nothing says it is the wrong one."""
+    the column. A value the file writes two such ways ("eng" 464, "ENG" 23 where the column mixes cases; "eng" 200
+    and "ENG" 23, a tenth of the column's cells, where it holds little else) has no one right spelling, so its
+    rare third one ("Eng" on 2 rows) is kept too: nothing says it is the wrong one."""
     kept = []
     for key, spellings in keys.items():
         total = sum(spellings.values())
-        settled = sum(1 for n in spellings.values() if _on_purpose(n, total, uniform)) >= 2
+        settled = sum(1 for n in spellings.values()
+                      if _on_purpose(n, total, uniform) or _common(n, cells)) >= 2
         for value, n in spellings.items():
             if fix(value, convention, table) == value:
                 continue
             own = len(spellings) > 1 and _on_purpose(n, total, uniform)
-            common = n >= FREQUENT_CELLS and n >= FREQUENT_SHARE * cells
-            if settled or own or common:
+            if settled or own or _common(n, cells):
                 kept.append(value)
     return tuple(sorted(kept))
+
+
+def _common(n: int, cells: int) -> bool:
+    """Whether a spelling on `n` of the column's `cells` is common in the column, whatever its value's other rows."""
+    return n >= FREQUENT_CELLS and n >= FREQUENT_SHARE * cells
 
 
 def _on_purpose(n: int, total: int, uniform: bool) -> bool:
