@@ -284,14 +284,15 @@ def _kept(keys: dict[str, dict[str, int]], table: dict[str, str], convention: st
           uniform: bool) -> tuple[str, ...]:
     """The spellings the rule would rewrite that the file writes on purpose: on a real share of their value's
     rows (in a column written one way, `uniform`) or on many rows (in one written several ways), or common in
-    the column. A value the file writes two such ways ("eng" 464, "ENG" 23 where the column mixes cases; "eng" 200
-    and "ENG" 23, a tenth of the column's cells, where it holds little else) has no one right spelling, so its
-    rare third one ("Eng" on 2 rows) is kept too: nothing says it is the wrong one."""
+    the column. A value the file writes two such ways on many rows each ("eng" 464, "ENG" 23 where the column
+    mixes cases; "eng" 200 and "ENG" 23, a tenth of the column's cells, where it holds little else) has no one
+    right spelling, so its rare third one ("Eng" on 2 rows) is kept too: nothing says it is the wrong one. Three
+    rows of 18 are common in so few cells, but no way of writing to settle a value ("oslo" beside "Oslo" 11)."""
     kept = []
     for key, spellings in keys.items():
         total = sum(spellings.values())
         settled = sum(1 for n in spellings.values()
-                      if _on_purpose(n, total, uniform) or _common(n, cells)) >= 2
+                      if _on_purpose(n, total, uniform) or (_common(n, cells) and n >= KEEP_CELLS)) >= 2
         for value, n in spellings.items():
             if fix(value, convention, table) == value:
                 continue
