@@ -196,10 +196,12 @@ def test_a_restarted_ui_cleans_and_learns_nothing_it_did_already(learned_twice, 
         run_id = launched["run"]["runId"]
         with workdir_instance(workdir) as instance:
             deadline = time.monotonic() + 90
-            while instance.get_run_by_id(run_id).status != dg.DagsterRunStatus.SUCCESS:
-                assert not instance.get_run_by_id(run_id).is_finished, log.read_text()[-3000:]
+            run = instance.get_run_by_id(run_id)  # read once per look: it may end between two reads
+            while run.status != dg.DagsterRunStatus.SUCCESS:
+                assert not run.is_finished, log.read_text()[-3000:]
                 assert time.monotonic() < deadline, "the approve run did not end within 90 s"
                 time.sleep(0.5)
+                run = instance.get_run_by_id(run_id)
             assert _state(instance)["live"] == 2
         stop_group(ui)
 
